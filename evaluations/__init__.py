@@ -1,0 +1,1 @@
+"""The evaluation platform: organizations, image catalog, evaluations, execution and scores."""

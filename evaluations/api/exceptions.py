@@ -1,0 +1,55 @@
+"""One error envelope for every /v1 error: ``{"error": {"code", "message", "details"}}``."""
+
+from __future__ import annotations
+
+import logging
+
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from ..request_schema import flatten_errors
+from ..services.planning import RequestInvalid
+
+logger = logging.getLogger(__name__)
+
+
+def error_response(status_code: int, code: str, message: str, details=None, headers=None) -> Response:
+    """Build the envelope; the single place error bodies are shaped."""
+    body = {"error": {"code": code, "message": message, "details": details if details is not None else []}}
+    return Response(body, status=status_code, headers=headers)
+
+
+class NotFound(exceptions.NotFound):
+    default_code = "not_found"
+
+
+def exception_handler(exc, context):
+    """DRF exception handler producing the envelope; unexpected errors become a logged 500 in the envelope."""
+    if isinstance(exc, RequestInvalid):
+        return error_response(exc.status, exc.code, str(exc), exc.errors)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or "not found")
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        logger.exception("unhandled error in %s", context.get("view"))
+        return error_response(500, "internal_error", "internal server error")
+    detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
+    if isinstance(exc, exceptions.ValidationError):
+        errors = flatten_errors(detail)
+        first = errors[0] if errors else {"path": "$", "message": "invalid request"}
+        message = f"{first['path']}: {first['message']}" if first["path"] != "$" else first["message"]
+        return error_response(400, "invalid_request", message, errors, headers=_auth_headers(response))
+    if isinstance(exc, exceptions.ParseError):
+        return error_response(400, "parse_error", f"request body is not valid JSON: {detail}", [{"path": "$", "message": str(detail)}])
+    code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
+    if response.status_code == status.HTTP_401_UNAUTHORIZED:
+        code = "unauthenticated"
+    elif response.status_code == status.HTTP_403_FORBIDDEN:
+        code = "forbidden"
+    return error_response(response.status_code, str(code), str(detail), headers=_auth_headers(response))
+
+
+def _auth_headers(response) -> dict:
+    return {k: v for k, v in response.items() if k in ("WWW-Authenticate", "Allow", "Retry-After")}

@@ -1,0 +1,19 @@
+"""/v1 routes: exact paths, no trailing slashes (the official CLI posts to these verbatim)."""
+
+from django.urls import path
+
+from . import views
+
+app_name = "evaluations-api"
+
+urlpatterns = [
+    path("info", views.InfoView.as_view(), name="info"),
+    path("evaluation-previews", views.EvaluationPreviewView.as_view(), name="evaluation-previews"),
+    path("evaluations", views.EvaluationListView.as_view(), name="evaluations"),
+    path("evaluations/<str:public_id>", views.EvaluationDetailView.as_view(), name="evaluation"),
+    path("evaluations/<str:public_id>/cancellations", views.CancellationView.as_view(), name="cancellations"),
+    path("evaluations/<str:public_id>/scores", views.ScoresView.as_view(), name="scores"),
+    path("evaluations/<str:public_id>/metrics", views.MetricsView.as_view(), name="metrics"),
+    path("images", views.ImageListView.as_view(), name="images"),
+    path("images/<path:reference>", views.ImageDetailView.as_view(), name="image"),
+]

@@ -1,0 +1,236 @@
+"""The /v1 endpoints the official ``rlmesh`` CLI and ``rlmesh.platform.Client`` call (spec/PLATFORM_API.md)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from django.conf import settings
+from django.db.models import Count, Prefetch, Q
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ..choices import EpisodeStatus
+from ..filtersets import EvaluationFilterSet
+from ..models import Evaluation, ImageRepository, Workload
+from ..reports import evaluation_metrics, evaluation_scores
+from ..request_schema import EvaluationRequestSerializer
+from ..scoring import GROUP_FIELDS
+from ..services.catalog import ReferenceError_, parse_reference
+from ..services.evaluations import CancelRefused, cancel_evaluation, create_evaluation
+from ..services.planning import parse_request_body, plan_evaluation
+from .exceptions import error_response
+from .parsers import check_size
+from .serializers import (
+    ErrorSerializer,
+    EvaluationDetailSerializer,
+    EvaluationSerializer,
+    ImageSerializer,
+    PreviewSerializer,
+)
+
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
+
+
+class OrgScopedView(APIView):
+    """Base for authenticated endpoints: ``self.organization`` is the caller's organization."""
+
+    @property
+    def organization(self):
+        return self.request._request.organization
+
+    def get_evaluation(self, public_id: str, queryset=None) -> Evaluation:
+        """The organization's evaluation with this id; another organization's is simply not found (404)."""
+        qs = queryset if queryset is not None else Evaluation.objects.select_related("creator")
+        evaluation = qs.for_org(self.organization).filter(public_id=public_id).first()
+        if evaluation is None:
+            raise NotFound(f"evaluation {public_id} not found")
+        return evaluation
+
+    def read_request_body(self) -> tuple[str, dict]:
+        """The raw body (as text, byte-for-byte) and its parsed JSON object; RequestInvalid otherwise."""
+        check_size(self.request)
+        raw = self.request._request.body
+        data = parse_request_body(raw)
+        return raw.decode("utf-8"), data
+
+
+# --------------------------------------------------------------------- info
+class InfoView(APIView):
+    """Discovery document (no authentication)."""
+
+    authentication_classes: list = []
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Platform discovery")
+    def get(self, request):
+        return Response(
+            {
+                "name": "RLMesh evaluation platform",
+                "version": "1",
+                "rlmesh": "0.1.0",
+                "workflowEditions": [settings.RLMESH_WORKFLOW_EDITION],
+                "urls": {"dashboard": settings.PUBLIC_URL, "api": f"{settings.PUBLIC_URL}/v1", "docs": f"{settings.PUBLIC_URL}/v1/docs"},
+            }
+        )
+
+
+# -------------------------------------------------------------- evaluations
+class EvaluationPreviewView(OrgScopedView):
+    @extend_schema(request=EvaluationRequestSerializer, responses={200: PreviewSerializer, **ERRORS}, summary="Validate and size a request without running it")
+    def post(self, request):
+        _, data = self.read_request_body()
+        plan = plan_evaluation(data, organization=self.organization)
+        return Response(
+            {
+                "valid": True,
+                "warnings": plan.warnings,
+                "workloads": plan.workload_summaries(),
+                "estimates": plan.estimates(),
+                "config": plan.config,
+            }
+        )
+
+
+def _encode_cursor(evaluation: Evaluation) -> str:
+    raw = json.dumps([evaluation.created_at.isoformat(), evaluation.pk]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple:
+    try:
+        created, pk = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        created_at = parse_datetime(created)
+        if created_at is None or not isinstance(pk, int):
+            raise ValueError
+        return created_at, pk
+    except (ValueError, TypeError, json.JSONDecodeError):
+        raise ValidationError({"cursor": ["invalid cursor; pass the nextCursor of the previous page"]}) from None
+
+
+class EvaluationListView(OrgScopedView):
+    MAX_LIMIT = 500
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("status", str, description="exact status"),
+            OpenApiParameter("q", str, description="case-insensitive substring of the name or evaluationLabel"),
+            OpenApiParameter("tag", str, many=True, description="repeated key:value; all must match"),
+            OpenApiParameter("limit", int, description="page size, 1–500 (default 25)"),
+            OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
+        ],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="List evaluations, newest first",
+    )
+    def get(self, request):
+        try:
+            limit = int(request.query_params.get("limit", 25))
+        except ValueError:
+            raise ValidationError({"limit": ["must be an integer"]}) from None
+        limit = max(1, min(limit, self.MAX_LIMIT))
+        filterset = EvaluationFilterSet(
+            request.query_params, queryset=Evaluation.objects.for_org(self.organization).select_related("creator")
+        )
+        if not filterset.is_valid():
+            raise ValidationError({k: list(v) for k, v in filterset.errors.items()})
+        qs = filterset.qs.order_by("-created_at", "-id")
+        cursor = request.query_params.get("cursor")
+        if cursor:
+            created_at, pk = _decode_cursor(cursor)
+            qs = qs.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
+        page = list(qs[: limit + 1])
+        more = len(page) > limit
+        page = page[:limit]
+        return Response(
+            {
+                "items": EvaluationSerializer(page, many=True).data,
+                "nextCursor": _encode_cursor(page[-1]) if more else None,
+            }
+        )
+
+    @extend_schema(request=EvaluationRequestSerializer, responses={201: EvaluationSerializer, **ERRORS}, summary="Submit an evaluation")
+    def post(self, request):
+        raw, data = self.read_request_body()
+        plan = plan_evaluation(data, organization=self.organization)
+        evaluation = create_evaluation(
+            plan=plan, raw_body=raw, organization=self.organization, creator=request.user, api_key=request.auth
+        )
+        return Response(EvaluationSerializer(evaluation).data, status=status.HTTP_201_CREATED)
+
+
+def _detail_queryset():
+    workloads = Workload.objects.select_related("model_version", "env_version").annotate(
+        done=Count("episode_set"), errored=Count("episode_set", filter=Q(episode_set__status=EpisodeStatus.ERROR))
+    )
+    return Evaluation.objects.select_related("creator").prefetch_related(Prefetch("workloads", queryset=workloads))
+
+
+class EvaluationDetailView(OrgScopedView):
+    @extend_schema(responses={200: EvaluationDetailSerializer, **ERRORS}, summary="One evaluation with its request and effective config")
+    def get(self, request, public_id: str):
+        return Response(EvaluationDetailSerializer(self.get_evaluation(public_id, _detail_queryset())).data)
+
+
+class CancellationView(OrgScopedView):
+    @extend_schema(request=None, responses={202: EvaluationSerializer, 409: ErrorSerializer, **ERRORS}, summary="Cancel an evaluation")
+    def post(self, request, public_id: str):
+        evaluation = self.get_evaluation(public_id)
+        try:
+            evaluation = cancel_evaluation(evaluation)
+        except CancelRefused as exc:
+            return error_response(409, "conflict", str(exc))
+        return Response(EvaluationSerializer(evaluation).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ScoresView(OrgScopedView):
+    @extend_schema(
+        parameters=[OpenApiParameter("groupBy", str, enum=list(GROUP_FIELDS), description="default task")],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Success rates (95% Wilson interval) and mean rewards (95% t interval) per group",
+    )
+    def get(self, request, public_id: str):
+        group_by = request.query_params.get("groupBy", "task")
+        if group_by not in GROUP_FIELDS:
+            raise ValidationError({"groupBy": [f"must be one of {', '.join(GROUP_FIELDS)}"]})
+        return Response(evaluation_scores(self.get_evaluation(public_id), group_by))
+
+
+class MetricsView(OrgScopedView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Throughput and latency rollups")
+    def get(self, request, public_id: str):
+        return Response(evaluation_metrics(self.get_evaluation(public_id)))
+
+
+# ------------------------------------------------------------------- images
+def _image_queryset(organization):
+    return ImageRepository.objects.visible_to(organization).select_related("current_version").prefetch_related("versions")
+
+
+class ImageListView(OrgScopedView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Images this organization may use")
+    def get(self, request):
+        repos = _image_queryset(self.organization)
+        kind = request.query_params.get("kind")
+        if kind:
+            if kind not in ("env", "model"):
+                raise ValidationError({"kind": ["must be env or model"]})
+            repos = repos.filter(kind=kind)
+        return Response({"items": ImageSerializer(repos, many=True).data})
+
+
+class ImageDetailView(OrgScopedView):
+    @extend_schema(responses={200: ImageSerializer, **ERRORS}, summary="One image repository")
+    def get(self, request, reference: str):
+        try:
+            parsed = parse_reference(reference)
+        except ReferenceError_ as exc:
+            raise NotFound(str(exc)) from None
+        repo = _image_queryset(self.organization).filter(namespace=parsed.namespace, name=parsed.repository).first()
+        if repo is None:
+            raise NotFound(f"image {reference} not found")
+        return Response(ImageSerializer(repo).data)

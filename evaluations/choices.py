@@ -1,0 +1,67 @@
+"""Statuses, roles and kinds used across the app."""
+
+from django.db import models
+
+
+class Role(models.TextChoices):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+    VIEWER = "viewer"
+
+
+#: Roles that may submit and cancel evaluations.
+WRITE_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.MEMBER})
+
+
+class ImageKind(models.TextChoices):
+    ENV = "env"
+    MODEL = "model"
+
+
+class EvaluationStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    CANCELLING = "cancelling"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+#: Exactly these are terminal for the official clients.
+TERMINAL_STATUSES = frozenset({EvaluationStatus.COMPLETED, EvaluationStatus.FAILED, EvaluationStatus.CANCELLED})
+ACTIVE_STATUSES = frozenset({EvaluationStatus.QUEUED, EvaluationStatus.RUNNING, EvaluationStatus.CANCELLING})
+
+
+class ShardStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class EpisodeStatus(models.TextChoices):
+    COMPLETED = "completed"
+    ERROR = "error"
+
+
+class StopCondition(models.TextChoices):
+    TERMINATED = "terminated", "env reached a terminal state"
+    TIME_LIMIT = "time_limit", "env's own time limit (truncated)"
+    MAX_STEPS = "max_steps", "the task's maxSteps cap"
+    WALL_TIME = "wall_time", "the episode wall-time cap"
+    STEP_BOUND = "step_bound", "rlmesh's built-in 100,000-step bound"
+    ERROR = "error", "the episode failed"
+
+
+class SuccessSource(models.TextChoices):
+    ENV = "env", "the env's own info flag (is_success / success)"
+    CRITERION = "criterion", "the scenario's declared success criterion"
+    TERMINATED = "terminated", "terminated (no flag, no criterion)"
+
+
+class LogLevel(models.TextChoices):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"

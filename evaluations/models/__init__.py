@@ -1,0 +1,18 @@
+"""Models of the evaluations app, re-exported."""
+
+from .evaluations import Episode, Evaluation, EvaluationLog, Shard, Workload
+from .images import ImageRepository, ImageVersion
+from .organizations import ApiKey, Membership, Organization
+
+__all__ = [
+    "ApiKey",
+    "Episode",
+    "Evaluation",
+    "EvaluationLog",
+    "ImageRepository",
+    "ImageVersion",
+    "Membership",
+    "Organization",
+    "Shard",
+    "Workload",
+]

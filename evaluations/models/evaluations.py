@@ -1,0 +1,211 @@
+"""Evaluations and what they expand into: workloads (model × task), shards (episode ranges), episodes, logs."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+from ..choices import EpisodeStatus, EvaluationStatus, LogLevel, ShardStatus, StopCondition, SuccessSource
+from .images import ImageVersion
+from .organizations import ApiKey, Organization
+
+__all__ = ["Episode", "Evaluation", "EvaluationLog", "Shard", "Workload"]
+
+
+def new_public_id() -> str:
+    return "eval_" + secrets.token_hex(8)
+
+
+class EvaluationQuerySet(models.QuerySet):
+    def for_org(self, organization: Organization) -> EvaluationQuerySet:
+        """Only this organization's evaluations; every read of evaluations goes through here."""
+        return self.filter(organization=organization)
+
+
+class Evaluation(models.Model):
+    """One submitted request: M models × T tasks × N episodes.
+
+    ``request_raw`` holds the body exactly as received; ``config`` the effective configuration (resolved
+    image digests, defaults, per-episode seeds) that the workers run.
+    """
+
+    public_id = models.CharField(max_length=32, unique=True, default=new_public_id)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="evaluations")
+    creator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    api_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    name = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, choices=EvaluationStatus.choices, default=EvaluationStatus.QUEUED)
+    request_raw = models.TextField()
+    request = models.JSONField()
+    config = models.JSONField(default=dict)
+    tags = models.JSONField(default=dict)
+    metadata = models.JSONField(default=dict)
+    warnings = models.JSONField(default=list)
+    error_message = models.TextField(blank=True)
+    timeout_seconds = models.FloatField(null=True, blank=True)
+    total_episodes = models.PositiveIntegerField(default=0)
+    # Denormalized so list pages read progress without counting episodes; bumped in the same
+    # transaction that inserts the episode row.
+    completed_episodes = models.PositiveIntegerField(default=0)
+    errored_episodes = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = EvaluationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["organization", "-created_at", "-id"], name="evaluations_org_created")]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    def get_absolute_url(self) -> str:
+        return reverse("evaluations:evaluation_detail", args=[self.public_id])
+
+    @property
+    def label(self) -> str:
+        return self.name or str(self.metadata.get("evaluationLabel") or "")
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in (EvaluationStatus.COMPLETED, EvaluationStatus.FAILED, EvaluationStatus.CANCELLED)
+
+    @property
+    def deadline(self):
+        """When the evaluation times out (``started_at`` + ``timeout_seconds``), or None."""
+        if self.timeout_seconds is None or self.started_at is None:
+            return None
+        return self.started_at + timezone.timedelta(seconds=self.timeout_seconds)
+
+
+class Workload(models.Model):
+    """One model × task pair of an evaluation, with everything a worker needs to run it."""
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="workloads")
+    index = models.PositiveIntegerField()
+    model_ref = models.CharField(max_length=300)
+    model_version = models.ForeignKey(ImageVersion, on_delete=models.PROTECT, related_name="+")
+    model_checkpoint = models.CharField(max_length=128, blank=True)
+    env_ref = models.CharField(max_length=300)
+    env_version = models.ForeignKey(ImageVersion, on_delete=models.PROTECT, related_name="+")
+    task_id = models.CharField(max_length=300)
+    benchmark = models.CharField(max_length=128, blank=True)
+    scenario = models.CharField(max_length=300, blank=True)
+    perturbation = models.CharField(max_length=128, blank=True)
+    episodes = models.PositiveIntegerField()
+    seed = models.BigIntegerField(default=0)
+    workers = models.PositiveIntegerField(default=1)
+    max_steps = models.PositiveIntegerField(null=True, blank=True)
+    env_vars = models.JSONField(default=dict)
+    env_kwargs = models.JSONField(default=dict)
+    model_kwargs = models.JSONField(default=dict)
+    success_criterion = models.JSONField(null=True, blank=True)
+    metadata = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["evaluation", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["evaluation", "index"], name="evaluations_workload_unique_index")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.evaluation_id}#{self.index} {self.model_ref} × {self.env_ref}:{self.task_id}"
+
+    def seed_for(self, index: int) -> int:
+        """Episode ``index`` always runs with seed ``seed + index``, however the task is sharded."""
+        return self.seed + index
+
+
+class Shard(models.Model):
+    """A contiguous range ``[start, stop)`` of one workload's episode indices, run by one Celery task."""
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="shards")
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="shards")
+    index = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    stop = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=ShardStatus.choices, default=ShardStatus.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    #: ``host:pid`` of the worker process that claimed it, for the reaper.
+    claimed_by = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    #: Seconds from server start to readiness, per server kind, of the last attempt.
+    timings = models.JSONField(default=dict)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["workload", "index"]
+        constraints = [models.UniqueConstraint(fields=["workload", "index"], name="evaluations_shard_unique_index")]
+        # The reaper and finalization look up shards by status.
+        indexes = [models.Index(fields=["status"], name="evaluations_shard_status")]
+
+    def __str__(self) -> str:
+        return f"shard {self.workload_id}/{self.index} [{self.start}, {self.stop})"
+
+
+class Episode(models.Model):
+    """The outcome of one episode; unique on (workload, index) so a re-delivered shard never duplicates it."""
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="episodes")
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="episode_set")
+    shard = models.ForeignKey(Shard, on_delete=models.SET_NULL, null=True, blank=True, related_name="episodes")
+    index = models.PositiveIntegerField()
+    seed = models.BigIntegerField()
+    status = models.CharField(max_length=16, choices=EpisodeStatus.choices)
+    reward = models.FloatField(null=True, blank=True)
+    success = models.BooleanField(null=True, blank=True)
+    success_source = models.CharField(max_length=16, choices=SuccessSource.choices, blank=True)
+    steps = models.PositiveIntegerField(default=0)
+    terminated = models.BooleanField(default=False)
+    truncated = models.BooleanField(default=False)
+    stop_condition = models.CharField(max_length=16, choices=StopCondition.choices)
+    error = models.TextField(blank=True)
+    wall_ms = models.FloatField(null=True, blank=True)
+    predict_ms = models.FloatField(null=True, blank=True, help_text="mean per-step model predict latency")
+    step_ms = models.FloatField(null=True, blank=True, help_text="mean per-step env step latency")
+    #: Log-bucketed per-step latency histograms ({"predict": {bucket: count}, "step": {...}}), see scoring.
+    latency = models.JSONField(default=dict)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["workload", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workload", "index"],
+                name="evaluations_episode_unique_index",
+                violation_error_message="This episode was already recorded.",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"episode {self.workload_id}/{self.index}"
+
+
+class EvaluationLog(models.Model):
+    """A line of worker/runtime log for an evaluation (server start, readiness, errors)."""
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="logs")
+    shard = models.ForeignKey(Shard, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    level = models.CharField(max_length=8, choices=LogLevel.choices, default=LogLevel.INFO)
+    source = models.CharField(max_length=64, blank=True)
+    message = models.TextField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"[{self.level}] {self.message[:60]}"

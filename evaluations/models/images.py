@@ -1,0 +1,86 @@
+"""The image catalog: repositories (``namespace/name``) and their versions."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from ..choices import ImageKind
+
+__all__ = ["ImageRepository", "ImageVersion"]
+
+PREBUILT_NAMESPACE = "prebuilt"
+
+
+class ImageRepositoryQuerySet(models.QuerySet):
+    def visible_to(self, organization) -> ImageRepositoryQuerySet:
+        """Repositories in the organization's namespace plus the prebuilt ones (everyone may use those)."""
+        return self.filter(namespace__in=[PREBUILT_NAMESPACE, organization.slug])
+
+
+class ImageRepository(models.Model):
+    """A repository of env or model images, ``namespace/name``; ``current_version`` is what an untagged reference uses."""
+
+    namespace = models.CharField(max_length=64)
+    name = models.CharField(max_length=128)
+    kind = models.CharField(max_length=8, choices=ImageKind.choices)
+    description = models.TextField(blank=True)
+    current_version = models.ForeignKey(
+        "ImageVersion", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ImageRepositoryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["namespace", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["namespace", "name"],
+                name="evaluations_imagerepository_unique_path",
+                violation_error_message="A repository with this path already exists.",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.path
+
+    @property
+    def path(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class ImageVersion(models.Model):
+    """One immutable version of a repository, identified by its content ``digest``.
+
+    ``source`` says how a runtime starts it: ``python://module:Target`` (trusted, local runtime) or
+    ``builtin:random``. ``scenarios`` is the env's variant catalog (``[{id, name, params, success}]``);
+    ``checkpoints`` maps a model checkpoint name to the load kwargs that select it.
+    """
+
+    repository = models.ForeignKey(ImageRepository, on_delete=models.CASCADE, related_name="versions")
+    digest = models.CharField(max_length=80)
+    tags = models.JSONField(default=list)
+    source = models.CharField(max_length=300)
+    labels = models.JSONField(default=dict)
+    scenarios = models.JSONField(default=list)
+    checkpoints = models.JSONField(default=dict)
+    probe_status = models.CharField(max_length=16, default="passed")
+    pushed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-pushed_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["repository", "digest"],
+                name="evaluations_imageversion_unique_digest",
+                violation_error_message="This version already exists.",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.repository.path}@{self.digest}"
+
+    def scenario(self, scenario_id: str) -> dict | None:
+        """Return the catalog entry with this id, or None."""
+        return next((s for s in self.scenarios if s["id"] == scenario_id), None)

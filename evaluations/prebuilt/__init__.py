@@ -1,0 +1,1 @@
+"""Prebuilt reference policies (pure numpy) for the classic gymnasium control tasks."""

@@ -1,0 +1,103 @@
+"""Read-side rollups of an evaluation: scores and metrics (queries here, math in scoring)."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q
+
+from . import scoring
+from .choices import EpisodeStatus
+from .models import Episode, Evaluation, Shard
+
+__all__ = ["evaluation_metrics", "evaluation_scores", "episode_rows"]
+
+
+def episode_rows(evaluation: Evaluation) -> list[dict]:
+    """Every episode of the evaluation as a plain dict with its workload's grouping fields."""
+    rows = []
+    for r in Episode.objects.filter(evaluation=evaluation).values(
+        "status", "success", "reward", "steps", "success_source",
+        "workload__model_ref", "workload__env_ref", "workload__task_id", "workload__scenario",
+        "workload__benchmark", "workload__perturbation",
+    ):
+        rows.append(
+            {
+                "status": r["status"],
+                "success": r["success"],
+                "reward": r["reward"],
+                "steps": r["steps"],
+                "successSource": r["success_source"],
+                "model": r["workload__model_ref"],
+                "env": r["workload__env_ref"],
+                "taskId": r["workload__task_id"],
+                "scenario": r["workload__scenario"],
+                "benchmark": r["workload__benchmark"] or None,
+                "perturbation": r["workload__perturbation"] or "none",
+            }
+        )
+    return rows
+
+
+def evaluation_scores(evaluation: Evaluation, group_by: str = "task") -> dict:
+    """``{"evaluation", "groupBy", "confidence", "groups": [...]}``; each group also says which success
+    sources its verdicts came from. Raises ValueError for an unknown ``group_by``."""
+    rows = episode_rows(evaluation)
+    groups = scoring.group_scores(rows, group_by)
+    fields = scoring.GROUP_FIELDS[group_by]
+    for g in groups:
+        sources: dict[str, int] = {}
+        for r in rows:
+            if r["status"] == EpisodeStatus.COMPLETED and all(r.get(f) == g["key"][f] for f in fields):
+                sources[r["successSource"]] = sources.get(r["successSource"], 0) + 1
+        g["successSources"] = sources
+    return {"evaluation": evaluation.public_id, "groupBy": group_by, "confidence": 0.95, "groups": groups}
+
+
+def _dist(values: list[float]) -> dict:
+    return {
+        "n": len(values),
+        "p50": scoring.percentile(values, 50),
+        "p95": scoring.percentile(values, 95),
+        "max": max(values) if values else None,
+    }
+
+
+def evaluation_metrics(evaluation: Evaluation) -> dict:
+    """Throughput and timing rollups over every task.
+
+    ``episodesPerSecond``/``stepsPerSecond`` over the wall time from the first episode's start to the
+    last one's end; per-step ``latencyMs`` p50/p95 of model predict and env step (from per-episode
+    histograms); ``queueWaitSeconds`` (shard queued → started); ``serverStartSeconds`` per server kind.
+    """
+    eps = list(
+        Episode.objects.filter(evaluation=evaluation).values("status", "steps", "started_at", "finished_at", "latency", "wall_ms")
+    )
+    completed = [e for e in eps if e["status"] == EpisodeStatus.COMPLETED]
+    starts = [e["started_at"] for e in eps if e["started_at"]]
+    ends = [e["finished_at"] for e in eps if e["finished_at"]]
+    wall = (max(ends) - min(starts)).total_seconds() if starts and ends else None
+    steps = sum(e["steps"] for e in completed)
+    predict = scoring.histogram_merge(e["latency"].get("predict", {}) for e in completed)
+    step = scoring.histogram_merge(e["latency"].get("step", {}) for e in completed)
+    shards = list(Shard.objects.filter(evaluation=evaluation).values("queued_at", "started_at", "timings"))
+    waits = [(s["started_at"] - s["queued_at"]).total_seconds() for s in shards if s["started_at"]]
+    env_starts = [t for s in shards for t in s["timings"].get("envStartSeconds", [])]
+    model_starts = [t for s in shards for t in s["timings"].get("modelStartSeconds", [])]
+    counts = Episode.objects.filter(evaluation=evaluation).aggregate(
+        errors=Count("id", filter=Q(status=EpisodeStatus.ERROR))
+    )
+    return {
+        "evaluation": evaluation.public_id,
+        "episodes": len(eps),
+        "errors": counts["errors"],
+        "steps": steps,
+        "wallSeconds": wall,
+        "episodesPerSecond": (len(eps) / wall) if wall else None,
+        "stepsPerSecond": (steps / wall) if wall else None,
+        "meanEpisodeSeconds": (sum(e["wall_ms"] or 0 for e in completed) / len(completed) / 1000) if completed else None,
+        "latencyMs": {
+            "predict": {"p50": scoring.histogram_percentile(predict, 50), "p95": scoring.histogram_percentile(predict, 95)},
+            "envStep": {"p50": scoring.histogram_percentile(step, 50), "p95": scoring.histogram_percentile(step, 95)},
+        },
+        "queueWaitSeconds": _dist(waits),
+        "serverStartSeconds": {"env": _dist(env_starts), "model": _dist(model_starts)},
+    }

@@ -1,0 +1,208 @@
+"""The EvaluationRequest schema: DRF serializers that validate types and document every field in OpenAPI.
+
+Strict on types (``"5"`` is not an integer, ``true`` is not a number), lenient on unknown fields (they
+become warnings, see :func:`unknown_field_warnings`). Semantic checks (do the references exist, does the
+scenario exist) live in :mod:`evaluations.services.planning`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from django.conf import settings
+from rest_framework import serializers
+
+__all__ = [
+    "EvaluationRequestSerializer",
+    "ModelEntrySerializer",
+    "TaskSerializer",
+    "flatten_errors",
+    "unknown_field_warnings",
+]
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """An integer that must be a JSON integer (not a bool, string or float)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A number that must be a JSON number (not a bool or string)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    """A string that must be a JSON string (numbers are not coerced)."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictDictField(serializers.DictField):
+    default_error_messages = {"not_a_dict": 'Expected an object but got type "{input_type}".'}
+
+
+class ModelEntrySerializer(serializers.Serializer):
+    """One model (policy) to evaluate. A bare string is accepted as ``{"model": "<string>"}``."""
+
+    model = StrictCharField(
+        max_length=300,
+        help_text="Model reference: `namespace/repository[/checkpoint][:tag|@sha256:…]`, e.g. "
+        "`prebuilt/classic-control-heuristics` or `prebuilt/ppo/cartpole`. Without a tag the repository's "
+        "current version is used; the resolved digest is recorded in the effective config.",
+    )
+    envVars = StrictDictField(  # noqa: N815 - wire name
+        child=StrictCharField(allow_blank=True, max_length=4096),
+        required=False,
+        default=dict,
+        help_text="Environment variables set on the model's server. Stored with the evaluation and "
+        "visible to everyone in the organization under Raw request.",
+    )
+
+
+class TaskSerializer(serializers.Serializer):
+    """One task: an environment, a task id (scenario), and how many episodes to run."""
+
+    env = StrictCharField(max_length=300, help_text="Environment reference, e.g. `prebuilt/classic-control`.")
+    taskId = StrictCharField(  # noqa: N815
+        max_length=300,
+        help_text="For an environment with a scenario catalog, a scenario id `<benchmark>/<scenario>` "
+        "(e.g. `classic/CartPole-v1`); the part before `/` is the benchmark in scores. Free-form otherwise.",
+    )
+    episodes = StrictIntegerField(min_value=1, help_text="Number of episodes (≥ 1; capped by the server).")
+    seed = StrictIntegerField(
+        required=False, default=0, min_value=0, max_value=2**62,
+        help_text="Base seed: episode i runs with seed `seed + i`, however the task is split across workers.",
+    )
+    workers = StrictIntegerField(
+        required=False, default=1, min_value=1,
+        help_text="Split the episodes across this many parallel env workers; never changes which episodes run.",
+    )
+    maxSteps = StrictIntegerField(  # noqa: N815
+        required=False, allow_null=True, default=None, min_value=1, max_value=100_000,
+        help_text="Cap on env steps per episode; a capped episode is truncated with stop condition `max_steps`.",
+    )
+    perturbation = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, default=None, max_length=128,
+        help_text="Named perturbation from the environment's catalog (none are available yet; `none` or null).",
+    )
+    metadata = StrictDictField(
+        child=serializers.JSONField(), required=False, default=dict,
+        help_text="Free-form metadata stored with the task (e.g. `environmentId`).",
+    )
+
+
+class EvaluationRequestSerializer(serializers.Serializer):
+    """An evaluation request: every model runs every task (M × T workloads of N episodes)."""
+
+    models = ModelEntrySerializer(
+        many=True, required=False, allow_empty=False,
+        help_text="Models to evaluate. A single `model` (object or string) is accepted instead.",
+    )
+    model = ModelEntrySerializer(required=False, help_text="Shorthand for `models` with one entry.")
+    tasks = TaskSerializer(many=True, allow_empty=False, help_text="Tasks to run every model on.")
+    name = StrictCharField(required=False, allow_blank=True, max_length=200, help_text="Display name.")
+    tags = StrictDictField(
+        child=StrictCharField(allow_blank=True, max_length=200), required=False, default=dict,
+        help_text="String tags; list filters match `tag=key:value`.",
+    )
+    metadata = StrictDictField(
+        child=serializers.JSONField(), required=False, default=dict,
+        help_text="Free-form metadata; `evaluationLabel` is shown when there is no name.",
+    )
+    timeoutSeconds = StrictFloatField(  # noqa: N815
+        required=False, allow_null=True, default=None, min_value=1,
+        help_text="Wall-time budget for the whole evaluation from its start; past it the evaluation fails.",
+    )
+
+    def validate_tags(self, tags: dict) -> dict:
+        for key in tags:
+            if not key or ":" in key:
+                raise serializers.ValidationError(f'tag key "{key}" must be non-empty and contain no ":"')
+        return tags
+
+    def validate(self, attrs):
+        if "models" in attrs and "model" in attrs:
+            raise serializers.ValidationError({"model": ["Give either `models` or `model`, not both."]})
+        if "models" not in attrs and "model" not in attrs:
+            raise serializers.ValidationError({"models": ["This field is required."]})
+        if "model" in attrs:
+            attrs["models"] = [attrs.pop("model")]
+        return attrs
+
+
+#: Fields from the upstream guide that this platform accepts but does not act on.
+IGNORED_FIELDS = {"maxBatchSize", "clientsPerServer", "managed"}
+
+
+def unknown_field_warnings(data: Mapping) -> list[str]:
+    """Warnings for fields the schema does not know (top level, models[i], tasks[i]); they are ignored."""
+    warnings: list[str] = []
+
+    def check(obj, serializer_cls, path):
+        if not isinstance(obj, Mapping):
+            return
+        known = set(serializer_cls().fields)
+        for key in obj:
+            if key not in known:
+                if path == "" and key in IGNORED_FIELDS:
+                    warnings.append(f'"{key}" is not used by this platform and was ignored')
+                else:
+                    warnings.append(f'unknown field "{path}{key}" was ignored')
+
+    check(data, EvaluationRequestSerializer, "")
+    models = data.get("models")
+    if isinstance(models, list):
+        for i, entry in enumerate(models):
+            check(entry, ModelEntrySerializer, f"models[{i}].")
+    if isinstance(data.get("model"), Mapping):
+        check(data["model"], ModelEntrySerializer, "model.")
+    tasks = data.get("tasks")
+    if isinstance(tasks, list):
+        for i, entry in enumerate(tasks):
+            check(entry, TaskSerializer, f"tasks[{i}].")
+    return warnings
+
+
+def flatten_errors(errors, prefix: str = "") -> list[dict]:
+    """Turn DRF's nested ``serializer.errors`` into ``[{"path": "tasks[0].env", "message": …}]``."""
+    out: list[dict] = []
+    if isinstance(errors, Mapping):
+        for key, value in errors.items():
+            if key in ("non_field_errors", "__all__"):
+                path = prefix
+            elif isinstance(key, int):
+                path = f"{prefix}[{key}]"
+            else:
+                path = f"{prefix}.{key}" if prefix else str(key)
+            out.extend(flatten_errors(value, path))
+    elif isinstance(errors, list):
+        if errors and all(isinstance(e, str) for e in errors):
+            out.extend({"path": prefix or "$", "message": str(e)} for e in errors)
+        else:
+            for i, value in enumerate(errors):
+                if value:
+                    out.extend(flatten_errors(value, f"{prefix}[{i}]"))
+    else:
+        out.append({"path": prefix or "$", "message": str(errors)})
+    return out
+
+
+def settings_caps() -> dict:
+    return {
+        "episodes_per_task": settings.RLMESH_MAX_EPISODES_PER_TASK,
+        "episodes_per_evaluation": settings.RLMESH_MAX_EPISODES_PER_EVALUATION,
+        "workers_per_task": settings.RLMESH_MAX_WORKERS_PER_TASK,
+    }

@@ -1,0 +1,58 @@
+"""The contract every runtime backend implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+
+class RuntimeBackendError(Exception):
+    """A server could not be started or reached. ``permanent=False`` means a retry may succeed."""
+
+    def __init__(self, message: str, *, permanent: bool = True, log_tail: str = ""):
+        super().__init__(message)
+        self.permanent = permanent
+        self.log_tail = log_tail
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """What to serve: ``kind`` ``"env"`` or ``"model"``, a ``source`` such as ``python://module:Target``,
+    the make/load ``kwargs`` (``--kwargs-json``) and extra environment variables for the process."""
+
+    kind: str
+    source: str
+    kwargs: dict = field(default_factory=dict)
+    env_vars: dict = field(default_factory=dict)
+
+
+class ServedEndpoint(ABC):
+    """A running server: ``address`` is what rlmesh clients dial (``unix://…`` or ``host:port``)."""
+
+    address: str
+    #: Seconds from start to the first successful handshake.
+    ready_seconds: float
+
+    @abstractmethod
+    def alive(self) -> bool:
+        """True while the server process/container runs."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop the server and free its resources; idempotent, never raises."""
+
+    @abstractmethod
+    def log_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of the server's output."""
+
+
+class RuntimeBackend(ABC):
+    """Starts env and model servers for shards."""
+
+    @abstractmethod
+    def start(self, spec: ServerSpec, *, name: str) -> ServedEndpoint:
+        """Start ``spec`` and return once it accepts connections.
+
+        Raises RuntimeBackendError (with the server's log tail) if it exits or is not ready within
+        ``settings.RLMESH_SERVER_READY_TIMEOUT`` seconds; the server is stopped before raising.
+        """

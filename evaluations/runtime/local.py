@@ -1,0 +1,150 @@
+"""The ``local`` runtime: trusted sources served as real ``python -m rlmesh.serve`` subprocesses on loopback.
+
+Envs listen on a unix socket (faster than TCP for image observations, and no port to race for); models
+on a free TCP port on 127.0.0.1 (rlmesh's model client accepts only TCP). Every server runs in its own
+process group with ``PR_SET_PDEATHSIG`` so it dies with the worker that started it, even on SIGKILL.
+Only trusted sources (``python://`` from the prebuilt catalog) are ever started here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from django.conf import settings
+
+from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+    os.setpgrp()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalServer(ServedEndpoint):
+    def __init__(self, proc: subprocess.Popen, address: str, log_path: Path, sock_dir: str | None):
+        self.proc = proc
+        self.address = address
+        self.log_path = log_path
+        self._sock_dir = sock_dir
+        self.ready_seconds = 0.0
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout=5)
+        if self._sock_dir:
+            shutil.rmtree(self._sock_dir, ignore_errors=True)
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+class LocalRuntime(RuntimeBackend):
+    """Serve trusted ``python://module:Target`` sources as subprocesses (see module docstring)."""
+
+    def start(self, spec: ServerSpec, *, name: str) -> LocalServer:
+        if not spec.source.startswith("python://"):
+            raise RuntimeBackendError(f"the local runtime cannot serve {spec.source!r}")
+        target = spec.source.removeprefix("python://")
+        log_dir = Path(settings.RLMESH_RUN_DIR)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = log_dir / f"{name}.log"
+        sock_dir = None
+        if spec.kind == "env":
+            # Unix socket paths are limited to ~107 bytes, so they live in a short temp dir.
+            sock_dir = tempfile.mkdtemp(prefix="rlm-")
+            address = f"unix://{sock_dir}/env.sock"
+            argv = ["--env", target]
+        else:
+            address = f"127.0.0.1:{_free_port()}"
+            argv = [target]
+        cmd = [sys.executable, "-m", "rlmesh.serve", *argv, "--address", address]
+        if spec.kwargs:
+            cmd += ["--kwargs-json", json.dumps(spec.kwargs)]
+        env = {
+            **os.environ,
+            **{k: str(v) for k, v in spec.env_vars.items()},
+            "RLMESH_WORKFLOW_EDITION": settings.RLMESH_WORKFLOW_EDITION,
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": os.pathsep.join(p for p in (str(settings.BASE_DIR), os.environ.get("PYTHONPATH", "")) if p),
+        }
+        started = time.monotonic()
+        with open(log_path, "ab") as log_file:
+            proc = subprocess.Popen(
+                cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                preexec_fn=_die_with_parent, cwd=str(settings.BASE_DIR),
+            )
+        server = LocalServer(proc, address, log_path, sock_dir)
+        try:
+            self._wait_ready(server, spec.kind, started)
+        except BaseException:
+            server.stop()
+            raise
+        server.ready_seconds = time.monotonic() - started
+        return server
+
+    def _wait_ready(self, server: LocalServer, kind: str, started: float) -> None:
+        import rlmesh
+
+        deadline = started + settings.RLMESH_SERVER_READY_TIMEOUT
+        while True:
+            if not server.alive():
+                raise RuntimeBackendError(
+                    f"{kind} server exited with code {server.proc.returncode} before it was ready",
+                    log_tail=server.log_tail(),
+                )
+            try:
+                if kind == "env":
+                    # A handshake (not a Join) proves the env server is bound and speaking rlmesh.
+                    rlmesh.RemoteEnv(server.address, connect_timeout_seconds=1.0).close()
+                else:
+                    # rlmesh.serve binds the model's port only after load() returned.
+                    host, port = server.address.rsplit(":", 1)
+                    socket.create_connection((host, int(port)), timeout=1.0).close()
+                return
+            except (ConnectionError, OSError, TimeoutError):
+                if time.monotonic() > deadline:
+                    raise RuntimeBackendError(
+                        f"{kind} server not ready after {settings.RLMESH_SERVER_READY_TIMEOUT:g} s",
+                        permanent=False,
+                        log_tail=server.log_tail(),
+                    ) from None
+                time.sleep(0.1)

@@ -1,0 +1,213 @@
+"""Pure functions from episode outcomes to scores and timing rollups. No ORM, no Django imports.
+
+Conventions: success rates are fractions in [0, 1]; rewards are undiscounted episode returns;
+latencies are milliseconds. Errored episodes produce no outcome: they are counted in ``errors``
+and excluded from ``episodes``, the success rate and the mean reward.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+from scipy import stats
+
+__all__ = [
+    "GROUP_FIELDS",
+    "episode_success",
+    "group_scores",
+    "histogram_add",
+    "histogram_merge",
+    "histogram_percentile",
+    "mean_interval",
+    "percentile",
+    "split_task_id",
+    "summarize",
+    "wilson_interval",
+]
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (Wilson 1927).
+
+    Returns ``(low, high)`` in [0, 1] for ``successes`` out of ``n`` trials at the two-sided
+    ``confidence`` level. Raises ValueError if ``n <= 0`` or ``successes`` is outside ``[0, n]``.
+    """
+    if n <= 0:
+        raise ValueError("wilson_interval needs n > 0")
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be in [0, n], got {successes} of {n}")
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # At the boundaries the interval ends exactly at 0 or 1; say so instead of 0.9999999999999999.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
+
+
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float | None, float | None]:
+    """Sample mean with a two-sided Student-t confidence interval.
+
+    Returns ``(mean, low, high)``; ``low``/``high`` are None when ``len(values) < 2`` (no variance
+    estimate), and equal the mean when every value is the same. Raises ValueError on an empty sequence.
+    """
+    n = len(values)
+    if n == 0:
+        raise ValueError("mean_interval needs at least one value")
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, None, None
+    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * math.sqrt(var / n)
+    return mean, mean - half, mean + half
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear-interpolated ``q``-th percentile (0–100) of ``values``; None if empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+# ------------------------------------------------------------------ success
+def episode_success(
+    *,
+    env_flag: bool | None,
+    criterion: Mapping | None,
+    terminated: bool,
+    reward: float,
+    stop_condition: str,
+) -> tuple[bool, str]:
+    """Decide an episode's success and say where the verdict came from.
+
+    Order: the env's own flag (``info["is_success"]``/``info["success"]``, as rlmesh reports it) →
+    the scenario's declared ``criterion`` → ``terminated``. Criteria:
+    ``{"kind": "survived"}`` (not terminated and stopped by the time limit or the maxSteps cap),
+    ``{"kind": "terminated"}``, ``{"kind": "return_at_least", "threshold": x}``.
+    Returns ``(success, source)`` with source ``"env" | "criterion" | "terminated"``;
+    raises ValueError on an unknown criterion kind.
+    """
+    if env_flag is not None:
+        return bool(env_flag), "env"
+    if criterion:
+        kind = criterion.get("kind")
+        if kind == "survived":
+            return (not terminated and stop_condition in ("time_limit", "max_steps")), "criterion"
+        if kind == "terminated":
+            return bool(terminated), "criterion"
+        if kind == "return_at_least":
+            return reward >= float(criterion["threshold"]), "criterion"
+        raise ValueError(f"unknown success criterion kind {kind!r}")
+    return bool(terminated), "terminated"
+
+
+# ------------------------------------------------------------------ grouping
+def split_task_id(task_id: str) -> tuple[str | None, str]:
+    """Split ``"<benchmark>/<scenario>"`` into its parts; a task id without ``/`` has no benchmark."""
+    if "/" in task_id:
+        benchmark, scenario = task_id.split("/", 1)
+        return benchmark, scenario
+    return None, task_id
+
+
+#: The fields each ``groupBy`` value keys on. Every grouping is per model except ``model``.
+GROUP_FIELDS: dict[str, tuple[str, ...]] = {
+    "task": ("model", "env", "taskId"),
+    "scenario": ("model", "scenario"),
+    "benchmark": ("model", "benchmark"),
+    "perturbation": ("model", "perturbation"),
+    "model": ("model",),
+}
+
+
+def summarize(rows: Sequence[Mapping], confidence: float = 0.95) -> dict:
+    """Score one group of episode rows.
+
+    Each row has ``status`` (``"completed"`` or ``"error"``), ``success`` (bool), ``reward`` (float) and
+    ``steps`` (int). Returns ``episodes`` (completed ones), ``successes``, ``successRate`` and its Wilson
+    ``successRateCi``, ``meanReward`` and its t-interval ``meanRewardCi``, ``meanSteps`` and ``errors``;
+    rates and means are None (and intervals None) when no episode completed.
+    """
+    done = [r for r in rows if r["status"] == "completed"]
+    errors = len(rows) - len(done)
+    n = len(done)
+    out: dict = {"episodes": n, "successes": 0, "successRate": None, "successRateCi": None}
+    out.update({"meanReward": None, "meanRewardCi": None, "meanSteps": None, "errors": errors})
+    if n == 0:
+        return out
+    successes = sum(1 for r in done if r["success"])
+    low, high = wilson_interval(successes, n, confidence)
+    mean, rlow, rhigh = mean_interval([float(r["reward"]) for r in done], confidence)
+    out.update(
+        successes=successes,
+        successRate=successes / n,
+        successRateCi=[low, high],
+        meanReward=mean,
+        meanRewardCi=None if rlow is None else [rlow, rhigh],
+        meanSteps=sum(r["steps"] for r in done) / n,
+    )
+    return out
+
+
+def group_scores(rows: Iterable[Mapping], group_by: str, confidence: float = 0.95) -> list[dict]:
+    """Group episode rows by ``GROUP_FIELDS[group_by]`` and score each group with :func:`summarize`.
+
+    Rows carry the grouping fields (``model``, ``env``, ``taskId``, ``scenario``, ``benchmark``,
+    ``perturbation``) besides the outcome fields. Returns ``[{"key": {...}, **summary}]`` in order of
+    first appearance. Raises ValueError for an unknown ``group_by``.
+    """
+    try:
+        fields = GROUP_FIELDS[group_by]
+    except KeyError:
+        raise ValueError(f"groupBy must be one of {', '.join(GROUP_FIELDS)}; got {group_by!r}") from None
+    groups: dict[tuple, list[Mapping]] = defaultdict(list)
+    for row in rows:
+        groups[tuple(row.get(f) for f in fields)].append(row)
+    return [{"key": dict(zip(fields, key)), **summarize(members, confidence)} for key, members in groups.items()]
+
+
+# ------------------------------------------------------------ latency histograms
+# Per-step latencies are kept per episode as sparse log-bucketed histograms so they can be merged
+# across episodes, shards and workers; 20 buckets per decade give ≈12 % resolution.
+_BUCKETS_PER_DECADE = 20
+_MIN_MS = 1e-3
+
+
+def _bucket(ms: float) -> int:
+    return max(0, int(math.floor(math.log10(max(ms, _MIN_MS) / _MIN_MS) * _BUCKETS_PER_DECADE)))
+
+
+def histogram_add(hist: dict[str, int], ms: float) -> None:
+    """Count one latency sample (milliseconds) into the sparse histogram ``hist`` in place."""
+    key = str(_bucket(ms))
+    hist[key] = hist.get(key, 0) + 1
+
+
+def histogram_merge(hists: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """Sum sparse histograms."""
+    out: dict[str, int] = defaultdict(int)
+    for h in hists:
+        for k, v in h.items():
+            out[k] += v
+    return dict(out)
+
+
+def histogram_percentile(hist: Mapping[str, int], q: float) -> float | None:
+    """The ``q``-th percentile (0–100) of a latency histogram, in ms (bucket's geometric centre); None if empty."""
+    total = sum(hist.values())
+    if total == 0:
+        return None
+    rank = q / 100 * total
+    seen = 0
+    for key in sorted(hist, key=int):
+        seen += hist[key]
+        if seen >= rank:
+            return _MIN_MS * 10 ** ((int(key) + 0.5) / _BUCKETS_PER_DECADE)
+    return None  # pragma: no cover - unreachable: seen reaches total

@@ -1,0 +1,1 @@
+"""Write operations shared by the API, the dashboard and the workers (see STYLE.md: services)."""

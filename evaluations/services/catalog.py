@@ -1,0 +1,137 @@
+"""Catalog operations: keep the prebuilt repositories in sync with the code, and resolve references."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from ..choices import ImageKind
+from ..models import ImageRepository, ImageVersion, Organization
+from ..models.images import PREBUILT_NAMESPACE
+
+__all__ = ["ReferenceError_", "ResolvedImage", "parse_reference", "resolve_reference", "sync_prebuilt"]
+
+
+@transaction.atomic
+def sync_prebuilt() -> None:
+    """Create or update one repository and current version per entry of ``prebuilt.catalog.PREBUILT``.
+
+    Idempotent: an unchanged entry keeps its version; a changed one gets a new version (new digest) that
+    becomes current, and older versions stay for the evaluations that pinned them.
+    """
+    from ..prebuilt.catalog import PREBUILT
+
+    for image in PREBUILT:
+        repo, _ = ImageRepository.objects.update_or_create(
+            namespace=PREBUILT_NAMESPACE,
+            name=image.name,
+            defaults={"kind": image.kind, "description": image.description},
+        )
+        version, created = ImageVersion.objects.get_or_create(
+            repository=repo,
+            digest=image.digest,
+            defaults={
+                "tags": ["latest"],
+                "source": image.source,
+                "scenarios": image.scenarios,
+                "checkpoints": image.checkpoints,
+                "probe_status": "passed",
+            },
+        )
+        if created:
+            for old in repo.versions.exclude(pk=version.pk):
+                if "latest" in old.tags:
+                    old.tags = [t for t in old.tags if t != "latest"]
+                    old.save(update_fields=["tags"])
+        if repo.current_version_id != version.pk:
+            repo.current_version = version
+            repo.save(update_fields=["current_version"])
+
+
+_REF = re.compile(
+    r"^(?P<path>[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*){1,2})"
+    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9._-]{0,127}))?"
+    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
+)
+
+
+class ReferenceError_(ValueError):
+    """A model or env reference that cannot be used; ``str()`` is the message shown to the user."""
+
+
+@dataclass(frozen=True)
+class ParsedReference:
+    namespace: str
+    repository: str
+    checkpoint: str | None
+    tag: str | None
+    digest: str | None
+
+
+def parse_reference(ref: str) -> ParsedReference:
+    """Parse ``namespace/repo[/checkpoint][:tag][@sha256:…]``; raises ReferenceError_ on bad syntax."""
+    m = _REF.match(ref)
+    if not m:
+        raise ReferenceError_(
+            f'"{ref}" is not a valid reference; expected namespace/repository[/checkpoint][:tag|@sha256:…]'
+        )
+    parts = m["path"].split("/")
+    return ParsedReference(parts[0], parts[1], parts[2] if len(parts) == 3 else None, m["tag"], m["digest"])
+
+
+@dataclass(frozen=True)
+class ResolvedImage:
+    reference: str
+    version: ImageVersion
+    checkpoint: str | None
+
+    @property
+    def load_kwargs(self) -> dict:
+        return dict(self.version.checkpoints.get(self.checkpoint, {})) if self.checkpoint else {}
+
+
+def resolve_reference(ref: str, *, kind: str, organization: Organization) -> ResolvedImage:
+    """Resolve a reference to a usable image version visible to ``organization``.
+
+    No tag and no digest → the repository's current version. Raises ReferenceError_ with a message naming
+    what is wrong: unknown repository (also for another organization's namespace, which is not
+    revealed), wrong kind, unknown tag or digest, a version whose probe has not passed, a bad checkpoint.
+    """
+    noun = "environment" if kind == ImageKind.ENV else "model"
+    parsed = parse_reference(ref)
+    repo = (
+        ImageRepository.objects.visible_to(organization)
+        .filter(namespace=parsed.namespace, name=parsed.repository)
+        .select_related("current_version")
+        .first()
+    )
+    if repo is None:
+        raise ReferenceError_(f'unknown {noun} "{ref}"')
+    if repo.kind != kind:
+        raise ReferenceError_(f'"{repo.path}" is a{"n" if repo.kind == "env" else ""} {repo.kind}, not a{"n" if kind == "env" else ""} {kind}')
+    if parsed.digest:
+        version = repo.versions.filter(digest=parsed.digest).first()
+        if version is None:
+            raise ReferenceError_(f'{repo.path} has no version {parsed.digest}')
+    elif parsed.tag:
+        version = next((v for v in repo.versions.all() if parsed.tag in v.tags), None)
+        if version is None:
+            raise ReferenceError_(f'{repo.path} has no tag "{parsed.tag}"')
+    else:
+        version = repo.current_version
+        if version is None:
+            raise ReferenceError_(f"{repo.path} has no current version yet")
+    if version.probe_status != "passed":
+        raise ReferenceError_(f"{repo.path}@{version.digest} is not usable: its probe is {version.probe_status}")
+    if parsed.checkpoint is not None:
+        if kind == ImageKind.ENV:
+            raise ReferenceError_(f'environments take no checkpoint; use "{repo.path}"')
+        if parsed.checkpoint not in version.checkpoints:
+            known = ", ".join(f"{repo.path}/{c}" for c in version.checkpoints) or "none"
+            raise ReferenceError_(f'{repo.path} has no checkpoint "{parsed.checkpoint}" (known: {known})')
+    elif version.checkpoints:
+        known = ", ".join(f"{repo.path}/{c}" for c in version.checkpoints)
+        raise ReferenceError_(f"{repo.path} needs a checkpoint: {known}")
+    return ResolvedImage(reference=ref, version=version, checkpoint=parsed.checkpoint)

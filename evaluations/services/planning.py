@@ -1,0 +1,284 @@
+"""Validate an evaluation request and expand it into a plan (workloads, shards, effective config, estimates).
+
+``plan_evaluation`` is the single validation path used by preview, submit and the dashboard; it writes
+nothing. Every problem is reported with the JSON path of the offending field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from ..choices import ImageKind
+from ..models import Organization
+from ..request_schema import EvaluationRequestSerializer, flatten_errors, unknown_field_warnings
+from .catalog import ReferenceError_, ResolvedImage, resolve_reference
+
+__all__ = ["Plan", "PlannedWorkload", "RequestInvalid", "parse_request_body", "plan_evaluation", "shard_ranges"]
+
+
+class RequestInvalid(Exception):
+    """A request that cannot be run. ``errors`` is ``[{"path", "message"}]``; ``status`` the HTTP status."""
+
+    def __init__(self, errors: list[dict], *, code: str = "invalid_request", status: int = 400):
+        self.errors = errors
+        self.code = code
+        self.status = status
+        first = errors[0]
+        message = f"{first['path']}: {first['message']}" if first["path"] not in ("", "$") else first["message"]
+        if len(errors) > 1:
+            message += f" (and {len(errors) - 1} more)"
+        super().__init__(message)
+
+
+def parse_request_body(body: bytes) -> dict:
+    """Decode a request body as a JSON object; raises RequestInvalid for bad UTF-8/JSON or a non-object."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise RequestInvalid([{"path": "$", "message": "request body is not UTF-8"}], code="parse_error") from None
+    except json.JSONDecodeError as exc:
+        raise RequestInvalid(
+            [{"path": "$", "message": f"request body is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"}],
+            code="parse_error",
+        ) from None
+    if not isinstance(data, dict):
+        raise RequestInvalid(
+            [{"path": "$", "message": f"request body must be a JSON object, got {type(data).__name__ if data is not None else 'null'}"}]
+        )
+    return data
+
+
+def shard_ranges(episodes: int, workers: int, max_per_shard: int) -> list[tuple[int, int]]:
+    """Split ``range(episodes)`` into contiguous ``[start, stop)`` ranges.
+
+    At least ``workers`` ranges (so that many can run in parallel), none longer than ``max_per_shard``,
+    sizes differing by at most one. The union is always ``range(episodes)``, so sharding never changes
+    which episodes (and seeds) run.
+    """
+    count = min(episodes, max(workers, math.ceil(episodes / max_per_shard)))
+    base, extra = divmod(episodes, count)
+    ranges, start = [], 0
+    for i in range(count):
+        stop = start + base + (1 if i < extra else 0)
+        ranges.append((start, stop))
+        start = stop
+    return ranges
+
+
+@dataclass
+class PlannedWorkload:
+    model: ResolvedImage
+    env: ResolvedImage
+    task_id: str
+    benchmark: str
+    scenario: str
+    perturbation: str
+    episodes: int
+    seed: int
+    workers: int
+    max_steps: int | None
+    env_vars: dict
+    env_kwargs: dict
+    success_criterion: dict | None
+    metadata: dict
+    shards: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    data: dict
+    name: str
+    tags: dict
+    metadata: dict
+    timeout_seconds: float | None
+    workloads: list[PlannedWorkload]
+    warnings: list[str]
+    config: dict
+
+    @property
+    def total_episodes(self) -> int:
+        return sum(w.episodes for w in self.workloads)
+
+    def estimates(self) -> dict:
+        """Sizes and a rough duration, from the configured sustained steps/s per shard (see bench/)."""
+        shards = sum(len(w.shards) for w in self.workloads)
+        steps = sum(w.episodes * (w.max_steps or _env_step_limit(w)) for w in self.workloads)
+        parallel = max(1, min(shards, settings.RLMESH_ESTIMATED_PARALLEL_SHARDS))
+        return {
+            "episodes": self.total_episodes,
+            "workloads": len(self.workloads),
+            "shards": shards,
+            "maxEnvSteps": steps,
+            "estimatedSecondsUpperBound": round(steps / settings.RLMESH_ESTIMATED_STEPS_PER_SECOND / parallel, 1),
+        }
+
+    def workload_summaries(self) -> list[dict]:
+        return [
+            {
+                "model": w.model.reference,
+                "env": w.env.reference,
+                "taskId": w.task_id,
+                "episodes": w.episodes,
+                "workers": w.workers,
+                "shards": len(w.shards),
+                "seeds": [w.seed, w.seed + w.episodes - 1],
+            }
+            for w in self.workloads
+        ]
+
+
+def _env_step_limit(w: PlannedWorkload) -> int:
+    # Gymnasium's own time limits for the classic scenarios; an unknown env counts 1,000.
+    return {"CartPole-v1": 500, "MountainCar-v0": 200, "Acrobot-v1": 500, "Pendulum-v1": 200}.get(
+        w.env_kwargs.get("env_id", ""), 1000
+    )
+
+
+def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
+    """Validate ``data`` (a parsed request object) and expand it into a :class:`Plan`. Writes nothing.
+
+    Raises RequestInvalid listing every problem found, each with its JSON path.
+    """
+    warnings = unknown_field_warnings(data)
+    normalized = dict(data)
+    if isinstance(normalized.get("models"), list):
+        normalized["models"] = [{"model": m} if isinstance(m, str) else m for m in normalized["models"]]
+    if isinstance(normalized.get("model"), str):
+        normalized["model"] = {"model": normalized["model"]}
+    serializer = EvaluationRequestSerializer(data=normalized)
+    if not serializer.is_valid():
+        raise RequestInvalid(flatten_errors(serializer.errors))
+    req = serializer.validated_data
+    model_path = "models" if "models" in data else "model"
+
+    errors: list[dict] = []
+    models: list[ResolvedImage | None] = []
+    for i, entry in enumerate(req["models"]):
+        path = f"models[{i}].model" if model_path == "models" else "model.model"
+        try:
+            models.append(resolve_reference(entry["model"], kind=ImageKind.MODEL, organization=organization))
+        except ReferenceError_ as exc:
+            errors.append({"path": path, "message": str(exc)})
+            models.append(None)
+    seen = [e["model"] for e in req["models"]]
+    for ref in sorted({r for r in seen if seen.count(r) > 1}):
+        warnings.append(f'model "{ref}" is listed more than once; its scores are merged')
+
+    total = 0
+    tasks: list[tuple[dict, ResolvedImage, dict | None]] = []
+    for i, task in enumerate(req["tasks"]):
+        before = len(errors)
+        if task["episodes"] > settings.RLMESH_MAX_EPISODES_PER_TASK:
+            errors.append(
+                {"path": f"tasks[{i}].episodes", "message": f"at most {settings.RLMESH_MAX_EPISODES_PER_TASK} episodes per task"}
+            )
+        if task["workers"] > settings.RLMESH_MAX_WORKERS_PER_TASK:
+            errors.append(
+                {"path": f"tasks[{i}].workers", "message": f"at most {settings.RLMESH_MAX_WORKERS_PER_TASK} workers per task"}
+            )
+        if task["workers"] > task["episodes"]:
+            warnings.append(f"tasks[{i}].workers: {task['workers']} workers for {task['episodes']} episodes; using {task['episodes']}")
+        if task.get("perturbation") not in (None, "", "none"):
+            errors.append(
+                {"path": f"tasks[{i}].perturbation", "message": f'unknown perturbation "{task["perturbation"]}" (available: none)'}
+            )
+        total += task["episodes"]
+        try:
+            env = resolve_reference(task["env"], kind=ImageKind.ENV, organization=organization)
+        except ReferenceError_ as exc:
+            errors.append({"path": f"tasks[{i}].env", "message": str(exc)})
+            continue
+        scenario = None
+        if env.version.scenarios:
+            scenario = env.version.scenario(task["taskId"])
+            if scenario is None:
+                known = ", ".join(s["id"] for s in env.version.scenarios[:20])
+                errors.append(
+                    {"path": f"tasks[{i}].taskId", "message": f'unknown scenario "{task["taskId"]}" for {env.reference} (known: {known})'}
+                )
+                continue
+        if len(errors) == before:
+            tasks.append((task, env, scenario))
+    total *= max(1, len(req["models"]))
+    if total > settings.RLMESH_MAX_EPISODES_PER_EVALUATION:
+        errors.append(
+            {"path": "tasks", "message": f"{total} episodes in total; at most {settings.RLMESH_MAX_EPISODES_PER_EVALUATION} per evaluation"}
+        )
+    if errors:
+        raise RequestInvalid(errors)
+
+    workloads: list[PlannedWorkload] = []
+    for model, entry in zip(models, req["models"]):
+        for task, env, scenario in tasks:
+            benchmark, scen = (task["taskId"].split("/", 1) if "/" in task["taskId"] else ("", task["taskId"]))
+            workers = min(task["workers"], task["episodes"])
+            workloads.append(
+                PlannedWorkload(
+                    model=model,
+                    env=env,
+                    task_id=task["taskId"],
+                    benchmark=benchmark,
+                    scenario=scen,
+                    perturbation=task.get("perturbation") or "none",
+                    episodes=task["episodes"],
+                    seed=task["seed"],
+                    workers=workers,
+                    max_steps=task["maxSteps"],
+                    env_vars=entry.get("envVars", {}),
+                    env_kwargs=dict(scenario["params"]) if scenario else {},
+                    success_criterion=scenario.get("success") if scenario else None,
+                    metadata=task.get("metadata", {}),
+                    shards=shard_ranges(task["episodes"], workers, settings.RLMESH_MAX_EPISODES_PER_SHARD),
+                )
+            )
+
+    timeout = req.get("timeoutSeconds")
+    config = {
+        "models": [
+            {
+                "model": m.reference,
+                "repository": m.version.repository.path,
+                "checkpoint": m.checkpoint,
+                "digest": m.version.digest,
+                "source": m.version.source,
+                "envVars": e.get("envVars", {}),
+            }
+            for m, e in zip(models, req["models"])
+        ],
+        "tasks": [
+            {
+                "env": env.reference,
+                "repository": env.version.repository.path,
+                "digest": env.version.digest,
+                "source": env.version.source,
+                "taskId": task["taskId"],
+                "makeKwargs": dict(scenario["params"]) if scenario else {},
+                "successCriterion": scenario.get("success") if scenario else None,
+                "episodes": task["episodes"],
+                "seed": task["seed"],
+                "seeds": list(range(task["seed"], task["seed"] + task["episodes"])),
+                "workers": min(task["workers"], task["episodes"]),
+                "maxSteps": task["maxSteps"],
+                "perturbation": task.get("perturbation") or "none",
+            }
+            for task, env, scenario in tasks
+        ],
+        "timeoutSeconds": timeout,
+        "episodeTimeoutSeconds": min(settings.RLMESH_EPISODE_TIMEOUT, timeout or math.inf),
+        "requestTimeoutSeconds": settings.RLMESH_REQUEST_TIMEOUT,
+        "runtime": {"rlmesh": "0.1.0", "workflowEdition": settings.RLMESH_WORKFLOW_EDITION},
+    }
+    return Plan(
+        data=data,
+        name=req.get("name", ""),
+        tags=req.get("tags", {}),
+        metadata=req.get("metadata", {}),
+        timeout_seconds=timeout,
+        workloads=workloads,
+        warnings=warnings,
+        config=config,
+    )

@@ -1,0 +1,244 @@
+"""Settings for the RLMesh evaluation platform, read from the environment only.
+
+Defaults give the embedded single-machine setup (SQLite, a broker that needs no
+server, the ``local`` runtime, DEBUG on). Production sets ``RLMESH_ENV=production``
+and must then provide ``SECRET_KEY``, ``ALLOWED_HOSTS``, ``API_KEY_PEPPER`` and
+``PUBLIC_URL``; anything missing raises ``ImproperlyConfigured`` at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("RLMESH_VAR_DIR", BASE_DIR / "var"))
+
+
+# ---------------------------------------------------------------- env helpers
+def env_str(name: str, default: str = "") -> str:
+    """Return ``$name``, or the contents of the file named by ``$name_FILE``, or ``default``."""
+    path = os.environ.get(f"{name}_FILE")
+    if path:
+        return Path(path).read_text().strip()
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Return ``$name`` as a bool; only ``True``/``False`` (any case) or ``1``/``0`` are accepted."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("true", "1"):
+        return True
+    if raw.lower() in ("false", "0"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be True or False, got {raw!r}")
+
+
+def env_int(name: str, default: int) -> int:
+    """Return ``$name`` as an int; raises ImproperlyConfigured on a non-integer."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def env_float(name: str, default: float) -> float:
+    """Return ``$name`` as a float; raises ImproperlyConfigured on a non-number."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from exc
+
+
+# ----------------------------------------------------------------------- core
+PRODUCTION = os.environ.get("RLMESH_ENV", "development") == "production"
+DEBUG = env_bool("DEBUG", not PRODUCTION)
+SECRET_KEY = env_str("SECRET_KEY", "" if PRODUCTION else "dev-insecure-secret-key-change-me")
+API_KEY_PEPPER = env_str("API_KEY_PEPPER", "" if PRODUCTION else "dev-insecure-api-key-pepper")
+ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "" if PRODUCTION else "*").split(",") if h]
+#: Canonical base URL of the site; every advertised URL (dashboard links, /v1/info) is built from it,
+#: never from the request's Host header.
+PUBLIC_URL = env_str("PUBLIC_URL", "" if PRODUCTION else f"http://127.0.0.1:{os.environ.get('PORT', '8000')}")
+PUBLIC_URL = PUBLIC_URL.rstrip("/")
+
+if PRODUCTION:
+    missing = [
+        n for n, v in (("SECRET_KEY", SECRET_KEY), ("API_KEY_PEPPER", API_KEY_PEPPER), ("PUBLIC_URL", PUBLIC_URL)) if not v
+    ]
+    if not ALLOWED_HOSTS:
+        missing.append("ALLOWED_HOSTS")
+    if missing:
+        raise ImproperlyConfigured(f"production settings need: {', '.join(missing)}")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "template_partials",
+    "evaluations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+# The official CLI posts to exact paths; a slash redirect would turn a POST into a GET.
+APPEND_SLASH = False
+ROOT_URLCONF = "rlmesh_site.urls"
+WSGI_APPLICATION = "rlmesh_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+# ------------------------------------------------------------------- database
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'rlmesh.sqlite3'}"), conn_max_age=0
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web server read while a worker writes; IMMEDIATE transactions take the write
+    # lock up front so concurrent writers wait (timeout) instead of failing with "database is locked".
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/evaluations"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+# Request bodies larger than this get 413 (the JSON parser checks Content-Length first).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 1024 * 1024)
+
+# ------------------------------------------------------------------------ DRF
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["evaluations.auth.BearerAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["evaluations.auth.IsOrganizationMember"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["evaluations.api.parsers.StrictJSONParser"],
+    "EXCEPTION_HANDLER": "evaluations.api.exceptions.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "RLMesh evaluation platform API",
+    "DESCRIPTION": (
+        "Run models × tasks × episodes against rlmesh environments and read trustworthy scores. "
+        "Authenticate with `Authorization: Bearer <API key>`. Every error is "
+        '`{"error": {"code", "message", "details"}}`.'
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --------------------------------------------------------------------- Celery
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}")
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Shards are sized to finish well inside this (Redis re-delivers unacked messages after it).
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)} if CELERY_BROKER_URL.startswith("redis") else {}
+)
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# -------------------------------------------------------------------- runtime
+#: Dotted path of the runtime backend for trusted (prebuilt) sources.
+RLMESH_RUNTIME = os.environ.get("RLMESH_RUNTIME", "evaluations.runtime.local.LocalRuntime")
+RLMESH_WORKFLOW_EDITION = "2026.06"
+#: Where the local runtime keeps unix sockets and server logs.
+RLMESH_RUN_DIR = Path(os.environ.get("RLMESH_RUN_DIR", VAR_DIR / "run"))
+#: Seconds an env or model server may take to accept a handshake after it is started.
+RLMESH_SERVER_READY_TIMEOUT = env_float("RLMESH_SERVER_READY_TIMEOUT", 60.0)
+#: Seconds one env step or model predict may take before the episode ends with an error.
+RLMESH_REQUEST_TIMEOUT = env_float("RLMESH_REQUEST_TIMEOUT", 30.0)
+#: Default wall-time cap of one episode, in seconds (a request's timeoutSeconds can lower it).
+RLMESH_EPISODE_TIMEOUT = env_float("RLMESH_EPISODE_TIMEOUT", 600.0)
+#: Largest `episodes` of one task, and of one evaluation in total.
+RLMESH_MAX_EPISODES_PER_TASK = env_int("RLMESH_MAX_EPISODES_PER_TASK", 10_000)
+RLMESH_MAX_EPISODES_PER_EVALUATION = env_int("RLMESH_MAX_EPISODES_PER_EVALUATION", 100_000)
+RLMESH_MAX_WORKERS_PER_TASK = env_int("RLMESH_MAX_WORKERS_PER_TASK", 32)
+#: A shard never holds more episodes than this, so it finishes well inside the broker's visibility timeout.
+RLMESH_MAX_EPISODES_PER_SHARD = env_int("RLMESH_MAX_EPISODES_PER_SHARD", 100)
+#: An evaluation whose errored episodes exceed this fraction ends `failed` instead of `completed`.
+RLMESH_MAX_ERROR_FRACTION = env_float("RLMESH_MAX_ERROR_FRACTION", 0.1)
+#: A running shard whose heartbeat is older than this is presumed dead and re-queued.
+RLMESH_SHARD_HEARTBEAT_TIMEOUT = env_float("RLMESH_SHARD_HEARTBEAT_TIMEOUT", 300.0)
+#: How many times a shard is (re-)started before it is failed.
+RLMESH_SHARD_MAX_ATTEMPTS = env_int("RLMESH_SHARD_MAX_ATTEMPTS", 3)
+#: Env-steps per second one shard sustains, used only for preview estimates (measured: bench/).
+RLMESH_ESTIMATED_STEPS_PER_SECOND = env_float("RLMESH_ESTIMATED_STEPS_PER_SECOND", 400.0)
+#: Shards that run at once across the worker pool, used only for preview estimates.
+RLMESH_ESTIMATED_PARALLEL_SHARDS = env_int("RLMESH_ESTIMATED_PARALLEL_SHARDS", 2)
+
+# -------------------------------------------------------------------- logging
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

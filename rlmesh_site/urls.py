@@ -1,0 +1,26 @@
+"""Top-level routes: admin, sign-in, the /v1 API with its schema and docs, and the dashboard."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.http import JsonResponse
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+
+def api_not_found(request, rest=""):
+    return JsonResponse(
+        {"error": {"code": "not_found", "message": f"no such endpoint: {request.method} {request.path}", "details": []}},
+        status=404,
+    )
+
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("v1/", include("evaluations.api.urls")),
+    re_path(r"^v1(?:/(?P<rest>.*))?$", api_not_found),
+    path("", include("evaluations.urls")),
+]
