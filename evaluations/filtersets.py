@@ -5,7 +5,7 @@ from __future__ import annotations
 import django_filters
 from django import forms
 from django.db.models import Q
-from django.db.models.fields.json import KeyTextTransform
+from django.db.models.fields.json import KeyTransform
 
 from .choices import EvaluationStatus
 from .models import Evaluation
@@ -31,7 +31,7 @@ class TagFilter(django_filters.Filter):
     def filter(self, qs, pairs):
         for i, (key, value) in enumerate(pairs or []):
             alias = f"_tag_{i}"
-            qs = qs.alias(**{alias: KeyTextTransform(key, "tags")}).filter(**{alias: value})
+            qs = qs.alias(**{alias: KeyTransform(key, "tags")}).filter(**{alias: value})
         return qs
 
 

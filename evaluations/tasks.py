@@ -8,10 +8,8 @@ import signal
 from celery import shared_task
 from celery.signals import worker_process_init, worker_ready
 
-from .queues import Queue
 
-
-@shared_task(name="evaluations.run_shard", ignore_result=True, acks_late=True, queue=Queue.SHARDS)
+@shared_task(name="evaluations.run_shard", ignore_result=True, acks_late=True)
 def run_shard(shard_id: int) -> None:
     """Run one shard (see services.execution.run_shard); a duplicate delivery does nothing."""
     from .services.execution import run_shard as _run
@@ -19,7 +17,7 @@ def run_shard(shard_id: int) -> None:
     _run(shard_id)
 
 
-@shared_task(name="evaluations.reap_shards", ignore_result=True, queue=Queue.MAINTENANCE)
+@shared_task(name="evaluations.reap_shards", ignore_result=True)
 def reap_shards() -> None:
     """Re-queue shards whose worker died (see services.evaluations.reap_shards)."""
     from .services.evaluations import reap_shards as _reap

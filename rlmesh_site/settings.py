@@ -202,6 +202,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)} if CELERY_BROKER_URL.startswith("redis") else {}
 )
+# Queue names come from evaluations.queues.Queue; workers consume them with -Q shards,maintenance.
+CELERY_TASK_ROUTES = {
+    "evaluations.run_shard": {"queue": "shards"},
+    "evaluations.reap_shards": {"queue": "maintenance"},
+}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # -------------------------------------------------------------------- runtime

@@ -126,6 +126,7 @@ class EvaluationListView(OrgScopedView):
         ],
         responses={200: OpenApiTypes.OBJECT, **ERRORS},
         summary="List evaluations, newest first",
+        operation_id="evaluations_list",
     )
     def get(self, request):
         try:
@@ -212,7 +213,7 @@ def _image_queryset(organization):
 
 
 class ImageListView(OrgScopedView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Images this organization may use")
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Images this organization may use", operation_id="images_list")
     def get(self, request):
         repos = _image_queryset(self.organization)
         kind = request.query_params.get("kind")

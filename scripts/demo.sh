@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `make demo`: migrate, seed a demo org/user/key, start the web server and one Celery worker in the
+# background, submit examples/cartpole.json with the official rlmesh CLI, and print where to go next.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PORT=${PORT:-8000}
+PY=.venv/bin/python
+export RLMESH_WORKFLOW_EDITION=2026.06 PORT
+mkdir -p var
+
+bash scripts/stop.sh >/dev/null
+$PY manage.py migrate -v0
+seed=$($PY manage.py seed_demo)
+api_key=$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["apiKey"])' "$seed")
+url="http://127.0.0.1:${PORT}"
+
+setsid $PY manage.py runserver "127.0.0.1:${PORT}" --noreload >var/web.log 2>&1 < /dev/null &
+echo $! > var/web.pid
+setsid .venv/bin/celery -A rlmesh_site worker -B -Q shards,maintenance -c 2 -l info \
+  --schedule var/celerybeat-schedule >var/worker.log 2>&1 < /dev/null &
+echo $! > var/worker.pid
+
+for _ in $(seq 1 100); do
+  curl -fsS "$url/v1/info" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+curl -fsS "$url/v1/info" >/dev/null || { echo "web server did not start; see var/web.log"; tail -20 var/web.log; exit 1; }
+
+export RLMESH_API_KEY="$api_key" RLMESH_PLATFORM_URL="$url"
+echo "== Submitting examples/cartpole.json with the official rlmesh CLI"
+out=$(.venv/bin/rlmesh eval submit examples/cartpole.json --wait) || { echo "$out"; echo "evaluation did not complete; see var/worker.log"; exit 1; }
+echo "$out"
+eval_id=$(echo "$out" | sed -n 's/.*Submitted \(eval_[0-9a-f]*\).*/\1/p' | head -1)
+echo
+echo "== Scores per task (95% Wilson interval)"
+$PY scripts/print_scores.py "$eval_id"
+echo
+echo "Dashboard:  $url/evaluations/$eval_id"
+echo "Sign in:    $url/accounts/login/  as demo / demo-password"
+echo "API docs:   $url/v1/docs"
+echo "Stop with:  make stop"
+echo
+echo "Go on with the CLI or rlmesh.platform.Client:"
+echo "export RLMESH_PLATFORM_URL=$url"
+echo "export RLMESH_API_KEY=$api_key"

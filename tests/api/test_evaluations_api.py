@@ -1,0 +1,391 @@
+"""Contract tests for /v1 evaluations (spec/PLATFORM_API.md §1, §3.9–§3.16)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from evaluations.choices import EvaluationStatus, ShardStatus
+from evaluations.models import Episode, Evaluation, Shard, Workload
+from tests.conftest import CARTPOLE_TASK, cartpole_request
+
+pytestmark = pytest.mark.django_db
+
+
+def post_json(client, path, body, **extra):
+    raw = body if isinstance(body, (str, bytes)) else json.dumps(body)
+    return client.post(path, data=raw, content_type="application/json", **extra)
+
+
+def error_of(response):
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert {"code", "message", "details"} <= set(body["error"])
+    return body["error"]
+
+
+# ----------------------------------------------------------------- auth
+class TestAuthentication:
+    def test_it_returns_401_without_credentials(self, client):
+        r = client.get("/v1/evaluations")
+        assert r.status_code == 401
+        assert error_of(r)["code"] == "unauthenticated"
+        assert r["WWW-Authenticate"].startswith("Bearer")
+
+    @pytest.mark.parametrize("header", ["Bearer rlm_notarealkeynotarealkeynotarealkey", "Basic Zm9vOmJhcg==", "Bearer "])
+    def test_it_returns_401_for_bad_credentials(self, client, tenant_a, header):
+        r = client.get("/v1/evaluations", HTTP_AUTHORIZATION=header)
+        assert r.status_code == 401
+        error_of(r)
+
+    def test_revoked_and_expired_keys_get_401(self, tenant_a):
+        tenant_a.api_key.revoked_at = timezone.now()
+        tenant_a.api_key.save()
+        r = tenant_a.client().get("/v1/evaluations")
+        assert r.status_code == 401 and "revoked" in error_of(r)["message"]
+        from tests.conftest import make_api_key
+
+        key, _ = make_api_key(tenant_a.org, tenant_a.user, expires_at=timezone.now() - timedelta(seconds=1))
+        r = tenant_a.client(key).get("/v1/evaluations")
+        assert r.status_code == 401 and "expired" in error_of(r)["message"]
+
+    def test_it_records_last_use(self, tenant_a):
+        assert tenant_a.api_key.last_used_at is None
+        assert tenant_a.client().get("/v1/evaluations").status_code == 200
+        tenant_a.api_key.refresh_from_db()
+        assert tenant_a.api_key.last_used_at is not None
+
+    def test_a_viewer_may_read_but_not_submit_403(self, tenant_a):
+        viewer = tenant_a.client(tenant_a.viewer_key)
+        assert viewer.get("/v1/evaluations").status_code == 200
+        r = post_json(viewer, "/v1/evaluations", cartpole_request())
+        assert r.status_code == 403
+        assert error_of(r)["code"] == "forbidden"
+        assert Evaluation.objects.count() == 0
+
+    def test_info_needs_no_credentials_and_uses_the_configured_base_url(self, client, settings):
+        settings.PUBLIC_URL = "https://evals.example.org"
+        r = client.get("/v1/info", HTTP_HOST="attacker.example")
+        assert r.status_code == 200
+        assert r.json()["urls"]["dashboard"] == "https://evals.example.org"
+
+
+# --------------------------------------------------------------- routing
+class TestRouting:
+    def test_trailing_slash_is_not_redirected(self, api):
+        r = post_json(api, "/v1/evaluations/", cartpole_request())
+        assert r.status_code == 404
+        assert error_of(r)["code"] == "not_found"
+        assert Evaluation.objects.count() == 0
+
+    def test_unknown_api_path_is_a_json_404(self, api):
+        r = api.get("/v1/nope")
+        assert r.status_code == 404 and error_of(r)
+
+    def test_responses_are_json_for_accept_star(self, api):
+        r = api.get("/v1/evaluations", HTTP_ACCEPT="*/*")
+        assert r["Content-Type"] == "application/json"
+
+    def test_method_not_allowed_uses_the_envelope(self, api):
+        r = api.delete("/v1/evaluations")
+        assert r.status_code == 405 and error_of(r)
+
+
+# ------------------------------------------------------------ validation
+BAD_REQUESTS = [
+    ("[]", "$", "must be a JSON object"),
+    ("null", "$", "must be a JSON object"),
+    ("{not json", "$", "not valid JSON"),
+    ({"models": [{"model": "prebuilt/random"}]}, "tasks", "required"),
+    ({"models": [{"model": "prebuilt/random"}], "tasks": []}, "tasks", "empty"),
+    ({"tasks": [CARTPOLE_TASK]}, "models", "required"),
+    (cartpole_request(models=[]), "models", "empty"),
+    (cartpole_request(models=[{"model": "prebuilt/nope"}]), "models[0].model", 'unknown model "prebuilt/nope"'),
+    (cartpole_request(models=[{"model": "prebuilt/classic-control"}]), "models[0].model", "is an env, not a model"),
+    (cartpole_request(models=[{"model": "Not A Ref!"}]), "models[0].model", "not a valid reference"),
+    (cartpole_request(models=[{"model": "prebuilt/ppo"}]), "models[0].model", "needs a checkpoint"),
+    (cartpole_request(models=[{"model": "prebuilt/ppo/mountaincar"}]), "models[0].model", 'no checkpoint "mountaincar"'),
+    (cartpole_request(models=[{"model": "prebuilt/random:v9"}]), "models[0].model", 'no tag "v9"'),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "env": "x/y"}]), "tasks[0].env", 'unknown environment "x/y"'),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "env": "prebuilt/random"}]), "tasks[0].env", "is a model, not an env"),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "taskId": "classic/Nope-v0"}]), "tasks[0].taskId", 'unknown scenario "classic/Nope-v0"'),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "episodes": 0}]), "tasks[0].episodes", "greater than or equal to 1"),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "episodes": -3}]), "tasks[0].episodes", "greater than or equal to 1"),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "episodes": 10001}]), "tasks[0].episodes", "at most 10000"),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "episodes": "5"}]), "tasks[0].episodes", "valid integer"),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "episodes": True}]), "tasks[0].episodes", "valid integer"),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "episodes": 2.5}]), "tasks[0].episodes", "valid integer"),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "env": 5}]), "tasks[0].env", "Must be a string"),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "workers": 0}]), "tasks[0].workers", "greater than or equal to 1"),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "maxSteps": 0}]), "tasks[0].maxSteps", "greater than or equal to 1"),
+    (cartpole_request(tasks=[{**CARTPOLE_TASK, "perturbation": "gravity-x2"}]), "tasks[0].perturbation", "unknown perturbation"),
+    (cartpole_request(tasks=[CARTPOLE_TASK, {**CARTPOLE_TASK, "seed": -1}]), "tasks[1].seed", "greater than or equal to 0"),
+    (cartpole_request(tasks={"env": "x"}), "tasks", "Expected a list"),
+    (cartpole_request(tags={"team": 5}), "tags.team", "Must be a string"),
+    (cartpole_request(tags={"a:b": "c"}), "tags", 'contain no ":"'),
+    (cartpole_request(tags=["x"]), "tags", "Expected an object"),
+    (cartpole_request(metadata="label"), "metadata", "Expected an object"),
+    (cartpole_request(timeoutSeconds="soon"), "timeoutSeconds", "valid number"),
+    (cartpole_request(models=[{"model": "prebuilt/random", "envVars": {"A": 1}}]), "models[0].envVars.A", "Must be a string"),
+    ({**cartpole_request(), "model": {"model": "prebuilt/random"}}, "model", "not both"),
+]
+
+
+class TestValidation:
+    @pytest.mark.parametrize("body,path,fragment", BAD_REQUESTS)
+    @pytest.mark.parametrize("endpoint", ["/v1/evaluations", "/v1/evaluation-previews"])
+    def test_bad_requests_get_400_with_the_json_path(self, api, body, path, fragment, endpoint):
+        r = post_json(api, endpoint, body)
+        assert r.status_code == 400, r.content
+        err = error_of(r)
+        assert any(d["path"] == path and fragment in d["message"] for d in err["details"]), err
+        assert err["message"].startswith(f"{path}: ") or path == "$"
+        assert Evaluation.objects.count() == 0 and Workload.objects.count() == 0 and Shard.objects.count() == 0
+
+    def test_every_problem_is_reported(self, api):
+        body = cartpole_request(
+            models=[{"model": "prebuilt/nope"}], tasks=[{**CARTPOLE_TASK, "env": "x/y"}, {**CARTPOLE_TASK, "taskId": "a/b"}]
+        )
+        err = error_of(post_json(api, "/v1/evaluations", body))
+        assert {d["path"] for d in err["details"]} == {"models[0].model", "tasks[0].env", "tasks[1].taskId"}
+        assert "(and 2 more)" in err["message"]
+
+    def test_total_episode_cap(self, api, settings):
+        settings.RLMESH_MAX_EPISODES_PER_EVALUATION = 5
+        body = cartpole_request(models=["prebuilt/random", "prebuilt/classic-control-heuristics"])
+        err = error_of(post_json(api, "/v1/evaluations", body))
+        assert err["details"][0]["path"] == "tasks" and "6 episodes in total" in err["details"][0]["message"]
+
+    def test_oversized_body_gets_413(self, api, settings):
+        settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+        body = cartpole_request(metadata={"blob": "x" * 2000})
+        r = post_json(api, "/v1/evaluations", body)
+        assert r.status_code == 413 and error_of(r)["code"] == "payload_too_large"
+        assert Evaluation.objects.count() == 0
+
+    def test_unknown_fields_warn_but_do_not_fail(self, api):
+        body = cartpole_request(colour="blue", maxBatchSize=8)
+        body["tasks"][0]["difficulty"] = "hard"
+        r = post_json(api, "/v1/evaluation-previews", body)
+        assert r.status_code == 200
+        warnings = r.json()["warnings"]
+        assert 'unknown field "colour" was ignored' in warnings
+        assert 'unknown field "tasks[0].difficulty" was ignored' in warnings
+        assert any("maxBatchSize" in w for w in warnings)
+
+
+# --------------------------------------------------------------- preview
+def test_preview_sizes_the_request_and_writes_nothing(api):
+    body = cartpole_request(models=["prebuilt/random", {"model": "prebuilt/ppo/cartpole"}])
+    body["tasks"][0].update(episodes=250, workers=2, seed=7)
+    r = post_json(api, "/v1/evaluation-previews", body)
+    assert r.status_code == 200
+    data = r.json()
+    assert data["valid"] is True and len(data["workloads"]) == 2
+    assert data["workloads"][0] == {
+        "model": "prebuilt/random", "env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1",
+        "episodes": 250, "workers": 2, "shards": 3, "seeds": [7, 256],
+    }
+    assert data["estimates"]["episodes"] == 500 and data["estimates"]["shards"] == 6
+    assert Evaluation.objects.count() == 0
+
+
+# ---------------------------------------------------------------- submit
+class TestSubmit:
+    def test_it_creates_the_evaluation_and_enqueues_each_shard_on_commit(self, api, tenant_a, django_capture_on_commit_callbacks, monkeypatch):
+        sent = []
+        monkeypatch.setattr("evaluations.tasks.run_shard.delay", lambda shard_id: sent.append(shard_id))
+        body = cartpole_request(name="smoke", tags={"team": "robotics"}, metadata={"evaluationLabel": "lbl"})
+        body["tasks"][0].update(episodes=5, workers=2, seed=3)
+        raw = json.dumps(body, indent=3)  # odd formatting must survive byte for byte
+        with django_capture_on_commit_callbacks(execute=True):
+            r = api.post("/v1/evaluations", data=raw, content_type="application/json")
+        assert r.status_code == 201
+        data = r.json()
+        assert data["id"].startswith("eval_") and data["status"] == "queued"
+        assert data["progress"] == {"completedEpisodes": 0, "totalEpisodes": 5, "erroredEpisodes": 0}
+        assert data["warnings"] == [] and data["tags"] == {"team": "robotics"} and data["metadata"] == {"evaluationLabel": "lbl"}
+        evaluation = Evaluation.objects.get(public_id=data["id"])
+        assert evaluation.organization == tenant_a.org and evaluation.creator == tenant_a.user
+        assert evaluation.request_raw == raw
+        shards = list(Shard.objects.filter(evaluation=evaluation).order_by("index"))
+        assert [(s.start, s.stop) for s in shards] == [(0, 3), (3, 5)]
+        assert sorted(sent) == sorted(s.pk for s in shards)
+        task_cfg = evaluation.config["tasks"][0]
+        assert task_cfg["seeds"] == [3, 4, 5, 6, 7]
+        assert task_cfg["digest"].startswith("sha256:") and evaluation.config["models"][0]["digest"].startswith("sha256:")
+
+    def test_single_model_shorthand_and_string_models(self, api):
+        body = {"model": "prebuilt/random", "tasks": [CARTPOLE_TASK]}
+        assert post_json(api, "/v1/evaluations", body).status_code == 201
+        body = {"model": {"model": "prebuilt/ppo/cartpole"}, "tasks": [CARTPOLE_TASK]}
+        assert post_json(api, "/v1/evaluations", body).status_code == 201
+
+    def test_keys_in_any_order_are_fine(self, api):
+        raw = json.dumps(cartpole_request(name="z"), sort_keys=True)
+        assert api.post("/v1/evaluations", data=raw, content_type="application/json").status_code == 201
+
+    def test_name_is_absent_when_not_given_so_the_cli_shows_the_label(self, api):
+        data = post_json(api, "/v1/evaluations", cartpole_request(metadata={"evaluationLabel": "L"})).json()
+        assert "name" not in data and data["metadata"]["evaluationLabel"] == "L"
+
+
+# ------------------------------------------------------------------- get
+def submit(client, **overrides) -> str:
+    r = post_json(client, "/v1/evaluations", cartpole_request(**overrides))
+    assert r.status_code == 201, r.content
+    return r.json()["id"]
+
+
+def test_get_returns_request_config_and_workloads(api):
+    eid = submit(api, name="detail")
+    r = api.get(f"/v1/evaluations/{eid}")
+    assert r.status_code == 200
+    data = r.json()
+    assert data["request"] == cartpole_request(name="detail")
+    assert data["config"]["tasks"][0]["taskId"] == "classic/CartPole-v1"
+    assert data["workloads"][0]["model"] == "prebuilt/classic-control-heuristics"
+    assert data["workloads"][0]["completedEpisodes"] == 0
+    assert data["dashboardUrl"].endswith(f"/evaluations/{eid}")
+
+
+def test_another_organizations_evaluation_is_a_404(tenant_a, tenant_b):
+    eid = submit(tenant_a.client())
+    other = tenant_b.client()
+    for path in (f"/v1/evaluations/{eid}", f"/v1/evaluations/{eid}/scores", f"/v1/evaluations/{eid}/metrics"):
+        r = other.get(path)
+        assert r.status_code == 404 and error_of(r)["message"] == f"evaluation {eid} not found"
+    r = post_json(other, f"/v1/evaluations/{eid}/cancellations", {})
+    assert r.status_code == 404
+    assert other.get("/v1/evaluations").json()["items"] == []
+    assert Evaluation.objects.get(public_id=eid).status == "queued"
+
+
+# ------------------------------------------------------------------ list
+class TestList:
+    def test_pagination_reaches_the_last_page_with_a_null_cursor(self, api):
+        ids = [submit(api, name=f"e{i}") for i in range(5)]
+        seen, cursor, pages = [], None, 0
+        while True:
+            params = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+            page = api.get("/v1/evaluations", params).json()
+            pages += 1
+            seen += [item["id"] for item in page["items"]]
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+        assert pages == 3 and seen == list(reversed(ids))
+
+    def test_items_carry_what_the_cli_prints(self, api):
+        submit(api, name="x")
+        (item,) = api.get("/v1/evaluations").json()["items"]
+        assert {"id", "status", "progress", "metadata", "tags", "createdAt", "updatedAt"} <= set(item)
+        assert isinstance(item["progress"]["completedEpisodes"], int)
+
+    def test_filters_status_q_and_repeated_tags(self, api):
+        a = submit(api, name="LIBERO smoke", tags={"team": "research", "a b": "c&d"})
+        b = submit(api, name="other", tags={"team": "research"})
+        c = submit(api, metadata={"evaluationLabel": "libero label"}, tags={"team": "infra"})
+        Evaluation.objects.filter(public_id=b).update(status=EvaluationStatus.COMPLETED)
+
+        def ids(**params):
+            return {i["id"] for i in api.get("/v1/evaluations", params).json()["items"]}
+
+        assert ids(status="completed") == {b}
+        assert ids(q="libero") == {a, c}
+        assert ids(tag="team:research") == {a, b}
+        r = api.get("/v1/evaluations?tag=team%3Aresearch&tag=a+b%3Ac%26d")
+        assert {i["id"] for i in r.json()["items"]} == {a}
+        assert ids(tag="team:nobody") == set()
+
+    @pytest.mark.parametrize("params,path", [("status=bogus", "status"), ("tag=novalue", "tag"), ("limit=ten", "limit"), ("cursor=%%%", "cursor")])
+    def test_bad_filters_are_400(self, api, params, path):
+        r = api.get(f"/v1/evaluations?{params}")
+        assert r.status_code == 400
+        assert error_of(r)["details"][0]["path"] == path
+
+    def test_limit_is_clamped(self, api):
+        submit(api)
+        assert len(api.get("/v1/evaluations?limit=0").json()["items"]) == 1
+        assert api.get("/v1/evaluations?limit=100000").status_code == 200
+
+
+# ---------------------------------------------------------- cancellation
+class TestCancel:
+    def test_cancelling_a_queued_evaluation_cancels_it_at_once(self, api):
+        eid = submit(api)
+        r = post_json(api, f"/v1/evaluations/{eid}/cancellations", {})
+        assert r.status_code == 202 and r.json()["status"] == "cancelled"
+        assert set(Shard.objects.filter(evaluation__public_id=eid).values_list("status", flat=True)) == {ShardStatus.CANCELLED}
+
+    def test_cancelling_a_running_evaluation_waits_for_its_shards(self, api):
+        eid = submit(api)
+        Shard.objects.filter(evaluation__public_id=eid).update(status=ShardStatus.RUNNING)
+        Evaluation.objects.filter(public_id=eid).update(status=EvaluationStatus.RUNNING)
+        r = post_json(api, f"/v1/evaluations/{eid}/cancellations", {})
+        assert r.json()["status"] == "cancelling"
+        assert post_json(api, f"/v1/evaluations/{eid}/cancellations", {}).json()["status"] == "cancelling"
+
+    def test_cancelling_a_finished_evaluation_is_a_409(self, api):
+        eid = submit(api)
+        Evaluation.objects.filter(public_id=eid).update(status=EvaluationStatus.COMPLETED)
+        r = post_json(api, f"/v1/evaluations/{eid}/cancellations", {})
+        assert r.status_code == 409 and "already completed" in error_of(r)["message"]
+
+    def test_a_viewer_cannot_cancel(self, tenant_a):
+        eid = submit(tenant_a.client())
+        r = post_json(tenant_a.client(tenant_a.viewer_key), f"/v1/evaluations/{eid}/cancellations", {})
+        assert r.status_code == 403
+
+
+# ------------------------------------------------------ scores & metrics
+def _fake_episodes(eid: str, outcomes: list[tuple[bool, float]]):
+    evaluation = Evaluation.objects.get(public_id=eid)
+    workload = evaluation.workloads.get()
+    for i, (success, reward) in enumerate(outcomes):
+        Episode.objects.create(
+            evaluation=evaluation, workload=workload, index=i, seed=i, status="completed", success=success,
+            success_source="criterion", reward=reward, steps=int(reward), stop_condition="time_limit",
+            started_at=timezone.now(), latency={"predict": {"60": 3}, "step": {"66": 3}},
+        )
+
+
+@pytest.mark.parametrize("group_by,key", [
+    ("task", {"model": "prebuilt/classic-control-heuristics", "env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1"}),
+    ("scenario", {"model": "prebuilt/classic-control-heuristics", "scenario": "CartPole-v1"}),
+    ("benchmark", {"model": "prebuilt/classic-control-heuristics", "benchmark": "classic"}),
+    ("perturbation", {"model": "prebuilt/classic-control-heuristics", "perturbation": "none"}),
+    ("model", {"model": "prebuilt/classic-control-heuristics"}),
+])
+def test_scores_group_by(api, group_by, key):
+    eid = submit(api)
+    _fake_episodes(eid, [(True, 500.0), (True, 500.0), (False, 20.0)])
+    r = api.get(f"/v1/evaluations/{eid}/scores", {"groupBy": group_by})
+    assert r.status_code == 200
+    (g,) = r.json()["groups"]
+    assert g["key"] == key
+    assert (g["episodes"], g["successes"], g["errors"]) == (3, 2, 0)
+    assert g["successRate"] == pytest.approx(2 / 3)
+    assert g["successRateCi"] == pytest.approx([0.2077, 0.9385], abs=1e-4)
+    assert g["meanReward"] == pytest.approx(340.0)
+    assert g["successSources"] == {"criterion": 3}
+
+
+def test_scores_default_to_task_and_reject_unknown_groupings(api):
+    eid = submit(api)
+    assert api.get(f"/v1/evaluations/{eid}/scores").json()["groupBy"] == "task"
+    r = api.get(f"/v1/evaluations/{eid}/scores?groupBy=colour")
+    assert r.status_code == 400 and error_of(r)["details"][0]["path"] == "groupBy"
+
+
+def test_metrics_roll_up_steps_and_latency(api):
+    eid = submit(api)
+    _fake_episodes(eid, [(True, 500.0), (False, 20.0)])
+    m = api.get(f"/v1/evaluations/{eid}/metrics").json()
+    assert m["episodes"] == 2 and m["steps"] == 520
+    assert m["latencyMs"]["predict"]["p50"] == pytest.approx(1.0, rel=0.1)
+    assert m["latencyMs"]["envStep"]["p50"] == pytest.approx(2.0, rel=0.13)
+    assert m["queueWaitSeconds"]["n"] == 0

@@ -1,0 +1,65 @@
+"""The prebuilt catalog through /v1/images, and the OpenAPI schema/docs."""
+
+import pytest
+
+from evaluations.models import ImageRepository, ImageVersion
+from evaluations.services.catalog import sync_prebuilt
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_lists_the_prebuilt_catalog(api):
+    items = {i["reference"]: i for i in api.get("/v1/images").json()["items"]}
+    assert {"prebuilt/classic-control", "prebuilt/random", "prebuilt/classic-control-heuristics", "prebuilt/ppo"} <= set(items)
+    env = items["prebuilt/classic-control"]
+    assert env["kind"] == "env"
+    assert {s["id"] for s in env["scenarios"]} >= {"classic/CartPole-v1", "classic/MountainCar-v0", "classic/Acrobot-v1", "classic/Pendulum-v1"}
+    cartpole = next(s for s in env["scenarios"] if s["id"] == "classic/CartPole-v1")
+    assert cartpole["name"] and cartpole["successCriterion"]["kind"] == "survived"
+    assert items["prebuilt/ppo"]["versions"][0]["checkpoints"] == ["cartpole"]
+    assert all(i["kind"] == "model" for i in api.get("/v1/images?kind=model").json()["items"])
+
+
+def test_one_image_by_reference(api):
+    r = api.get("/v1/images/prebuilt/ppo")
+    assert r.status_code == 200 and r.json()["currentVersion"].startswith("sha256:")
+    assert api.get("/v1/images/prebuilt/ppo/cartpole").json()["reference"] == "prebuilt/ppo"
+    assert api.get("/v1/images/prebuilt/nope").status_code == 404
+    assert api.get("/v1/images/NOT VALID").status_code == 404
+    assert api.get("/v1/images?kind=tool").status_code == 400
+
+
+def test_another_organizations_images_are_invisible(api, tenant_b):
+    repo = ImageRepository.objects.create(namespace=tenant_b.org.slug, name="secret-env", kind="env")
+    ImageVersion.objects.create(repository=repo, digest="sha256:" + "0" * 64, source="python://x:Y")
+    assert api.get("/v1/images/b/secret-env").status_code == 404
+    assert "b/secret-env" not in {i["reference"] for i in api.get("/v1/images").json()["items"]}
+    assert tenant_b.client().get("/v1/images/b/secret-env").status_code == 200
+
+
+def test_sync_is_idempotent():
+    before = ImageVersion.objects.count()
+    sync_prebuilt()
+    sync_prebuilt()
+    assert ImageVersion.objects.count() == before
+
+
+def test_schema_and_docs_are_served(client):
+    r = client.get("/v1/schema", HTTP_ACCEPT="application/json")
+    assert r.status_code == 200
+    schema = r.json() if r["Content-Type"].startswith("application/json") else None
+    text = r.content.decode()
+    for path in ("/v1/evaluations", "/v1/evaluation-previews", "/v1/evaluations/{public_id}/scores", "/v1/images"):
+        assert path in text
+    assert "timeoutSeconds" in text and "envVars" in text and "maxSteps" in text
+    if schema:
+        assert "bearerAuth" in schema["components"]["securitySchemes"]
+    docs = client.get("/v1/docs")
+    assert docs.status_code == 200 and b"swagger-ui" in docs.content.lower()
+    assert b"cdn" not in docs.content.lower()
+
+
+def test_schema_validates_without_warnings():
+    from django.core.management import call_command
+
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")

@@ -1,0 +1,71 @@
+"""Shared fixtures: two organizations (A and B), a member of each, keys with several roles."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from evaluations.choices import Role
+from evaluations.models import ApiKey, Membership, Organization
+
+os.environ.setdefault("RLMESH_WORKFLOW_EDITION", "2026.06")
+
+
+@pytest.fixture(autouse=True)
+def _fast_hashers(settings, tmp_path):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.RLMESH_RUN_DIR = tmp_path / "run"
+
+
+def make_org(slug: str) -> Organization:
+    return Organization.objects.create(slug=slug, name=f"Org {slug.upper()}")
+
+
+def make_user(username: str, org: Organization, role: str = Role.MEMBER):
+    user = get_user_model().objects.create_user(username=username, password="pw-" + username)
+    Membership.objects.create(user=user, organization=org, role=role)
+    return user
+
+
+def make_api_key(org: Organization, user=None, role: str = Role.MEMBER, **kwargs) -> tuple[str, ApiKey]:
+    return ApiKey.issue(organization=org, user=user, name=f"{role} key", role=role, **kwargs)
+
+
+class Tenant:
+    def __init__(self, slug: str):
+        self.org = make_org(slug)
+        self.user = make_user(f"alice-{slug}", self.org, Role.OWNER)
+        self.key, self.api_key = make_api_key(self.org, self.user, Role.MEMBER)
+        self.viewer_key, _ = make_api_key(self.org, self.user, Role.VIEWER)
+
+    def client(self, key: str | None = None) -> APIClient:
+        c = APIClient()
+        c.credentials(HTTP_AUTHORIZATION=f"Bearer {key or self.key}")
+        return c
+
+
+@pytest.fixture
+def tenant_a(db) -> Tenant:
+    return Tenant("a")
+
+
+@pytest.fixture
+def tenant_b(db) -> Tenant:
+    return Tenant("b")
+
+
+@pytest.fixture
+def api(tenant_a) -> APIClient:
+    return tenant_a.client()
+
+
+CARTPOLE_TASK = {"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 3}
+
+
+def cartpole_request(**overrides) -> dict:
+    body = {"models": [{"model": "prebuilt/classic-control-heuristics"}], "tasks": [dict(CARTPOLE_TASK)]}
+    body.update(overrides)
+    return body

@@ -1,0 +1,138 @@
+"""Scoring math against hand-computed values."""
+
+import math
+
+import pytest
+
+from evaluations import scoring
+from evaluations.services.planning import shard_ranges
+
+
+def hand_wilson(k, n, z=1.959963984540054):
+    # Wilson (1927): (p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+@pytest.mark.parametrize(
+    "k,n,expected",
+    [
+        (8, 10, (0.4902, 0.9433)),  # the textbook example (e.g. statsmodels proportion_confint method="wilson")
+        (5, 10, (0.2366, 0.7634)),
+        (0, 10, (0.0, 0.2775)),
+        (10, 10, (0.7225, 1.0)),
+        (1, 1, (0.2065, 1.0)),
+    ],
+)
+def test_it_matches_known_wilson_intervals(k, n, expected):
+    low, high = scoring.wilson_interval(k, n)
+    assert low == pytest.approx(expected[0], abs=5e-5)
+    assert high == pytest.approx(expected[1], abs=5e-5)
+
+
+def test_it_matches_the_formula_and_ends_exactly_at_the_bounds():
+    for k, n in [(3, 7), (37, 50), (1, 200)]:
+        assert scoring.wilson_interval(k, n) == pytest.approx(hand_wilson(k, n))
+    assert scoring.wilson_interval(10, 10)[1] == 1.0
+    assert scoring.wilson_interval(0, 10)[0] == 0.0
+
+
+def test_it_rejects_bad_counts():
+    with pytest.raises(ValueError):
+        scoring.wilson_interval(0, 0)
+    with pytest.raises(ValueError):
+        scoring.wilson_interval(11, 10)
+
+
+def test_mean_interval_uses_student_t():
+    mean, low, high = scoring.mean_interval([1, 2, 3, 4, 5])
+    # sd = sqrt(2.5), se = sd/sqrt(5) = 0.70711, t(0.975, 4) = 2.77645 → half-width 1.96324
+    assert mean == 3
+    assert low == pytest.approx(3 - 1.963243, abs=1e-5)
+    assert high == pytest.approx(3 + 1.963243, abs=1e-5)
+    assert scoring.mean_interval([7.0]) == (7.0, None, None)
+    assert scoring.mean_interval([2.0, 2.0, 2.0]) == (2.0, 2.0, 2.0)
+    with pytest.raises(ValueError):
+        scoring.mean_interval([])
+
+
+@pytest.mark.parametrize(
+    "kwargs,expected",
+    [
+        (dict(env_flag=True, criterion={"kind": "survived"}, terminated=True, reward=0, stop_condition="terminated"), (True, "env")),
+        (dict(env_flag=False, criterion=None, terminated=True, reward=0, stop_condition="terminated"), (False, "env")),
+        (dict(env_flag=None, criterion={"kind": "survived"}, terminated=False, reward=500, stop_condition="time_limit"), (True, "criterion")),
+        (dict(env_flag=None, criterion={"kind": "survived"}, terminated=False, reward=50, stop_condition="max_steps"), (True, "criterion")),
+        (dict(env_flag=None, criterion={"kind": "survived"}, terminated=False, reward=50, stop_condition="wall_time"), (False, "criterion")),
+        (dict(env_flag=None, criterion={"kind": "survived"}, terminated=True, reward=20, stop_condition="terminated"), (False, "criterion")),
+        (dict(env_flag=None, criterion={"kind": "return_at_least", "threshold": -200}, terminated=False, reward=-150, stop_condition="time_limit"), (True, "criterion")),
+        (dict(env_flag=None, criterion={"kind": "return_at_least", "threshold": -200}, terminated=False, reward=-250, stop_condition="time_limit"), (False, "criterion")),
+        (dict(env_flag=None, criterion=None, terminated=True, reward=0, stop_condition="terminated"), (True, "terminated")),
+        (dict(env_flag=None, criterion=None, terminated=False, reward=0, stop_condition="time_limit"), (False, "terminated")),
+    ],
+)
+def test_episode_success_prefers_env_flag_then_criterion_then_terminated(kwargs, expected):
+    assert scoring.episode_success(**kwargs) == expected
+
+
+def test_episode_success_rejects_unknown_criterion():
+    with pytest.raises(ValueError):
+        scoring.episode_success(env_flag=None, criterion={"kind": "vibes"}, terminated=False, reward=0, stop_condition="x")
+
+
+def _row(model, task, success, reward, status="completed", steps=10):
+    bench, scen = task.split("/", 1)
+    return {"model": model, "env": "e", "taskId": task, "scenario": scen, "benchmark": bench, "perturbation": "none",
+            "status": status, "success": success, "reward": reward, "steps": steps}
+
+
+def test_group_scores_per_model_and_task_excludes_errors():
+    rows = [_row("m1", "b/t1", True, 1.0), _row("m1", "b/t1", False, 0.0), _row("m1", "b/t1", None, None, status="error"),
+            _row("m2", "b/t1", True, 3.0), _row("m1", "c/t2", True, 2.0)]
+    groups = scoring.group_scores(rows, "task")
+    assert [g["key"] for g in groups] == [
+        {"model": "m1", "env": "e", "taskId": "b/t1"}, {"model": "m2", "env": "e", "taskId": "b/t1"},
+        {"model": "m1", "env": "e", "taskId": "c/t2"},
+    ]
+    first = groups[0]
+    assert (first["episodes"], first["successes"], first["errors"]) == (2, 1, 1)
+    assert first["successRate"] == 0.5
+    assert first["successRateCi"] == pytest.approx(list(hand_wilson(1, 2)))
+    assert first["meanReward"] == 0.5 and first["meanSteps"] == 10
+    by_model = scoring.group_scores(rows, "model")
+    assert [(g["key"], g["episodes"]) for g in by_model] == [({"model": "m1"}, 3), ({"model": "m2"}, 1)]
+    by_bench = scoring.group_scores(rows, "benchmark")
+    assert {(g["key"]["model"], g["key"]["benchmark"]) for g in by_bench} == {("m1", "b"), ("m2", "b"), ("m1", "c")}
+    with pytest.raises(ValueError):
+        scoring.group_scores(rows, "colour")
+
+
+def test_group_with_only_errors_has_no_rates():
+    (g,) = scoring.group_scores([_row("m", "b/t", None, None, status="error")], "model")
+    assert g["episodes"] == 0 and g["errors"] == 1 and g["successRate"] is None and g["successRateCi"] is None
+
+
+def test_latency_histogram_percentiles_are_within_bucket_resolution():
+    hist: dict = {}
+    samples = [0.5] * 50 + [2.0] * 45 + [40.0] * 5
+    for s in samples:
+        scoring.histogram_add(hist, s)
+    merged = scoring.histogram_merge([hist, hist])
+    assert sum(merged.values()) == 200
+    assert scoring.histogram_percentile(merged, 50) == pytest.approx(0.5, rel=0.13)
+    assert scoring.histogram_percentile(merged, 90) == pytest.approx(2.0, rel=0.13)
+    assert scoring.histogram_percentile(merged, 99) == pytest.approx(40.0, rel=0.13)
+    assert scoring.histogram_percentile({}, 50) is None
+
+
+@pytest.mark.parametrize("episodes,workers,cap", [(10, 1, 100), (10, 3, 100), (250, 1, 100), (7, 7, 100), (5, 1, 2)])
+def test_shard_ranges_cover_every_episode_once(episodes, workers, cap):
+    ranges = shard_ranges(episodes, workers, cap)
+    covered = [i for start, stop in ranges for i in range(start, stop)]
+    assert covered == list(range(episodes))
+    assert len(ranges) >= min(workers, episodes)
+    assert max(stop - start for start, stop in ranges) <= cap
+    sizes = [stop - start for start, stop in ranges]
+    assert max(sizes) - min(sizes) <= 1
