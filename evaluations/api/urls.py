@@ -14,6 +14,8 @@ urlpatterns = [
     path("evaluations/<str:public_id>/cancellations", views.CancellationView.as_view(), name="cancellations"),
     path("evaluations/<str:public_id>/scores", views.ScoresView.as_view(), name="scores"),
     path("evaluations/<str:public_id>/metrics", views.MetricsView.as_view(), name="metrics"),
+    path("evaluations/<str:public_id>/episodes", views.EpisodeListView.as_view(), name="episodes"),
+    path("evaluations/<str:public_id>/logs", views.LogListView.as_view(), name="logs"),
     path("images", views.ImageListView.as_view(), name="images"),
     path("images/<path:reference>", views.ImageDetailView.as_view(), name="image"),
 ]

@@ -207,6 +207,76 @@ class MetricsView(OrgScopedView):
         return Response(evaluation_metrics(self.get_evaluation(public_id)))
 
 
+class EpisodeListView(OrgScopedView):
+    MAX_LIMIT = 1000
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("status", str, enum=["completed", "error"]),
+            OpenApiParameter("limit", int, description="page size, 1–1000 (default 100)"),
+            OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
+        ],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Episodes of an evaluation, by workload and index",
+    )
+    def get(self, request, public_id: str):
+        evaluation = self.get_evaluation(public_id)
+        try:
+            limit = max(1, min(int(request.query_params.get("limit", 100)), self.MAX_LIMIT))
+            after = int(request.query_params.get("cursor") or 0)
+        except ValueError:
+            raise ValidationError({"limit": ["limit and cursor must be integers"]}) from None
+        qs = evaluation.episodes.select_related("workload").order_by("pk").filter(pk__gt=after)
+        status_filter = request.query_params.get("status")
+        if status_filter:
+            if status_filter not in EpisodeStatus.values:
+                raise ValidationError({"status": [f"must be one of {', '.join(EpisodeStatus.values)}"]})
+            qs = qs.filter(status=status_filter)
+        page = list(qs[: limit + 1])
+        more = len(page) > limit
+        page = page[:limit]
+        return Response({"items": [_episode_dict(e) for e in page], "nextCursor": str(page[-1].pk) if more else None})
+
+
+class LogListView(OrgScopedView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Worker and runtime log lines, oldest first")
+    def get(self, request, public_id: str):
+        evaluation = self.get_evaluation(public_id)
+        lines = evaluation.logs.order_by("created_at", "id")[:5000]
+        return Response(
+            {
+                "items": [
+                    {"at": line.created_at, "level": line.level, "source": line.source, "message": line.message}
+                    for line in lines
+                ]
+            }
+        )
+
+
+def _episode_dict(e) -> dict:
+    return {
+        "workload": e.workload.index,
+        "model": e.workload.model_ref,
+        "env": e.workload.env_ref,
+        "taskId": e.workload.task_id,
+        "index": e.index,
+        "seed": e.seed,
+        "status": e.status,
+        "success": e.success,
+        "successSource": e.success_source or None,
+        "reward": e.reward,
+        "steps": e.steps,
+        "terminated": e.terminated,
+        "truncated": e.truncated,
+        "stopCondition": e.stop_condition,
+        "error": e.error or None,
+        "wallMs": e.wall_ms,
+        "predictMs": e.predict_ms,
+        "stepMs": e.step_ms,
+        "finishedAt": e.finished_at,
+    }
+
+
 # ------------------------------------------------------------------- images
 def _image_queryset(organization):
     return ImageRepository.objects.visible_to(organization).select_related("current_version").prefetch_related("versions")

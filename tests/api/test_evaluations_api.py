@@ -255,7 +255,8 @@ def test_get_returns_request_config_and_workloads(api):
 def test_another_organizations_evaluation_is_a_404(tenant_a, tenant_b):
     eid = submit(tenant_a.client())
     other = tenant_b.client()
-    for path in (f"/v1/evaluations/{eid}", f"/v1/evaluations/{eid}/scores", f"/v1/evaluations/{eid}/metrics"):
+    for path in (f"/v1/evaluations/{eid}", f"/v1/evaluations/{eid}/scores", f"/v1/evaluations/{eid}/metrics",
+                 f"/v1/evaluations/{eid}/logs", f"/v1/evaluations/{eid}/episodes"):
         r = other.get(path)
         assert r.status_code == 404 and error_of(r)["message"] == f"evaluation {eid} not found"
     r = post_json(other, f"/v1/evaluations/{eid}/cancellations", {})
@@ -389,3 +390,23 @@ def test_metrics_roll_up_steps_and_latency(api):
     assert m["latencyMs"]["predict"]["p50"] == pytest.approx(1.0, rel=0.1)
     assert m["latencyMs"]["envStep"]["p50"] == pytest.approx(2.0, rel=0.13)
     assert m["queueWaitSeconds"]["n"] == 0
+
+
+def test_episodes_are_listed_in_pages_and_filtered(api, tenant_b):
+    eid = submit(api)
+    _fake_episodes(eid, [(True, 500.0), (False, 20.0), (True, 500.0)])
+    Episode.objects.filter(evaluation__public_id=eid, index=1).update(status="error", error="boom")
+    page = api.get(f"/v1/evaluations/{eid}/episodes?limit=2").json()
+    assert [e["index"] for e in page["items"]] == [0, 1] and page["nextCursor"]
+    rest = api.get(f"/v1/evaluations/{eid}/episodes?limit=2&cursor={page['nextCursor']}").json()
+    assert [e["index"] for e in rest["items"]] == [2] and rest["nextCursor"] is None
+    errors = api.get(f"/v1/evaluations/{eid}/episodes?status=error").json()["items"]
+    assert [(e["index"], e["error"]) for e in errors] == [(1, "boom")]
+    assert api.get(f"/v1/evaluations/{eid}/episodes?status=weird").status_code == 400
+    assert tenant_b.client().get(f"/v1/evaluations/{eid}/episodes").status_code == 404
+
+
+def test_logs_list_the_evaluation_history(api):
+    eid = submit(api)
+    items = api.get(f"/v1/evaluations/{eid}/logs").json()["items"]
+    assert items[0]["message"].startswith("submitted: 1 workloads, 1 shards, 3 episodes")

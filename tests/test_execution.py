@@ -1,0 +1,219 @@
+"""Shard execution against real rlmesh servers started by the local runtime (no Celery: tasks run inline)."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+from django.utils import timezone
+
+from evaluations.choices import EvaluationStatus, ShardStatus
+from evaluations.models import Episode, Evaluation, ImageRepository, ImageVersion, Shard
+from evaluations.services import evaluations as svc
+from evaluations.services import execution
+from evaluations.services.planning import plan_evaluation
+from tests.conftest import cartpole_request
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _no_heartbeat_thread(monkeypatch):
+    monkeypatch.setattr(execution, "HEARTBEAT_SECONDS", 3600)
+
+
+def create(tenant, body: dict) -> Evaluation:
+    plan = plan_evaluation(body, organization=tenant.org)
+    return svc.create_evaluation(plan=plan, raw_body="{}", organization=tenant.org, creator=tenant.user)
+
+
+def run_all(evaluation: Evaluation) -> None:
+    for shard_id in Shard.objects.filter(evaluation=evaluation).order_by("pk").values_list("pk", flat=True):
+        execution.run_shard(shard_id)
+    evaluation.refresh_from_db()
+
+
+def episodes(evaluation: Evaluation) -> list[Episode]:
+    return list(Episode.objects.filter(evaluation=evaluation).order_by("workload__index", "index"))
+
+
+def test_heuristic_cartpole_succeeds_on_every_episode(tenant_a):
+    evaluation = create(tenant_a, cartpole_request())
+    run_all(evaluation)
+    assert evaluation.status == EvaluationStatus.COMPLETED
+    eps = episodes(evaluation)
+    assert [e.index for e in eps] == [0, 1, 2] and [e.seed for e in eps] == [0, 1, 2]
+    for e in eps:
+        assert (e.status, e.success, e.success_source, e.steps, e.reward) == ("completed", True, "criterion", 500, 500.0)
+        assert (e.truncated, e.terminated, e.stop_condition) == (True, False, "time_limit")
+        assert e.predict_ms > 0 and e.step_ms > 0 and sum(e.latency["step"].values()) == 500
+    assert evaluation.completed_episodes == 3 and evaluation.errored_episodes == 0
+    assert evaluation.logs.filter(message__contains="env server").exists()
+
+
+def test_random_baseline_is_reproducible_from_the_seed(tenant_a):
+    body = cartpole_request(models=["prebuilt/random"])
+    body["tasks"][0].update(episodes=4, seed=11)
+    first, second = create(tenant_a, body), create(tenant_a, body)
+    run_all(first)
+    run_all(second)
+    a, b = episodes(first), episodes(second)
+    assert [(e.seed, e.steps, e.reward) for e in a] == [(e.seed, e.steps, e.reward) for e in b]
+    assert not any(e.success for e in a) and all(e.stop_condition == "terminated" for e in a)
+
+
+def test_sharding_never_changes_which_episodes_run(tenant_a):
+    body = cartpole_request(models=["prebuilt/random"])
+    body["tasks"][0].update(episodes=4, seed=5)
+    whole = create(tenant_a, body)
+    body["tasks"][0]["workers"] = 3
+    split = create(tenant_a, body)
+    assert Shard.objects.filter(evaluation=split).count() == 3
+    run_all(whole)
+    run_all(split)
+    assert [(e.index, e.seed, e.steps) for e in episodes(whole)] == [(e.index, e.seed, e.steps) for e in episodes(split)]
+
+
+def test_a_redelivered_shard_neither_duplicates_nor_loses_episodes(tenant_a):
+    evaluation = create(tenant_a, cartpole_request())
+    (shard,) = Shard.objects.filter(evaluation=evaluation)
+    execution.run_shard(shard.pk)
+    assert execution.run_shard(shard.pk) is None  # a duplicate delivery is not claimed
+    # A redelivery after a crash: the shard is queued again with one episode already lost.
+    Episode.objects.filter(evaluation=evaluation, index=1).delete()
+    kept = {e.index: e.finished_at for e in episodes(evaluation)}
+    Shard.objects.filter(pk=shard.pk).update(status=ShardStatus.QUEUED)
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=EvaluationStatus.RUNNING, completed_episodes=2)
+    assert execution.run_shard(shard.pk) == ShardStatus.COMPLETED
+    eps = episodes(evaluation)
+    assert [e.index for e in eps] == [0, 1, 2]
+    assert {e.index: e.finished_at for e in eps if e.index != 1} == kept
+    evaluation.refresh_from_db()
+    assert evaluation.completed_episodes == 3 and evaluation.status == EvaluationStatus.COMPLETED
+
+
+def test_max_steps_caps_episodes(tenant_a):
+    body = cartpole_request()
+    body["tasks"][0].update(maxSteps=50, episodes=2)
+    evaluation = create(tenant_a, body)
+    run_all(evaluation)
+    for e in episodes(evaluation):
+        assert (e.steps, e.stop_condition, e.truncated, e.success) == (50, "max_steps", True, True)
+
+
+def _faulty_env(namespace: str, source: str, scenarios=None) -> str:
+    repo = ImageRepository.objects.create(namespace=namespace, name="faulty", kind="env")
+    repo.current_version = ImageVersion.objects.create(
+        repository=repo, digest="sha256:" + "1" * 64, tags=["latest"], source=source, scenarios=scenarios or []
+    )
+    repo.save()
+    return f"{namespace}/faulty"
+
+
+def test_a_crashed_env_server_errors_one_episode_and_is_restarted(tenant_a):
+    ref = _faulty_env("a", "python://tests.support.envs:FaultyCartPole", [
+        {"id": "faulty/crash1", "name": "crash on seed 1", "params": {"crash_seed": 1}, "success": {"kind": "survived"}},
+    ])
+    body = {"models": ["prebuilt/classic-control-heuristics"], "tasks": [{"env": ref, "taskId": "faulty/crash1", "episodes": 3}]}
+    evaluation = create(tenant_a, body)
+    run_all(evaluation)
+    eps = episodes(evaluation)
+    assert [e.status for e in eps] == ["completed", "error", "completed"]
+    assert eps[1].stop_condition == "error" and "server crashed" in eps[1].error
+    assert eps[2].success is True
+    # 1 of 3 errored is above the default 10% threshold
+    assert evaluation.status == EvaluationStatus.FAILED and "1 of 3 episodes errored" in evaluation.error_message
+    assert evaluation.logs.filter(message__contains="episode 1").exists()
+
+
+def test_a_hung_env_times_out_instead_of_hanging_the_shard(tenant_a, settings):
+    settings.RLMESH_REQUEST_TIMEOUT = 2.0
+    settings.RLMESH_MAX_ERROR_FRACTION = 0.5
+    ref = _faulty_env("a", "python://tests.support.envs:FaultyCartPole", [
+        {"id": "faulty/hang0", "name": "hang on seed 0", "params": {"hang_seed": 0}},
+    ])
+    body = {"models": ["prebuilt/classic-control-heuristics"], "tasks": [{"env": ref, "taskId": "faulty/hang0", "episodes": 2}]}
+    evaluation = create(tenant_a, body)
+    started = timezone.now()
+    run_all(evaluation)
+    assert (timezone.now() - started).total_seconds() < 30
+    eps = episodes(evaluation)
+    assert eps[0].status == "error" and "timed out" in eps[0].error
+    assert eps[1].status == "completed" and eps[1].success_source == "terminated"
+    assert evaluation.status == EvaluationStatus.COMPLETED
+
+
+def test_an_env_that_cannot_start_fails_the_evaluation_quickly(tenant_a):
+    ref = _faulty_env("a", "python://tests.support.envs:BrokenAtStart")
+    body = {"models": ["prebuilt/classic-control-heuristics"], "tasks": [{"env": ref, "taskId": "anything", "episodes": 5}]}
+    evaluation = create(tenant_a, body)
+    run_all(evaluation)
+    eps = episodes(evaluation)
+    assert len(eps) == 5 and all(e.status == "error" for e in eps)
+    assert "server start failed" in eps[0].error and "not run: servers failed to start" in eps[4].error
+    assert evaluation.status == EvaluationStatus.FAILED
+    assert evaluation.logs.filter(message__contains="this env cannot be built").exists()
+
+
+def test_cancellation_is_honoured_between_episodes(tenant_a):
+    evaluation = create(tenant_a, cartpole_request())
+    (shard,) = Shard.objects.filter(evaluation=evaluation)
+    calls = []
+    original = execution.ShardRunner.run_episode
+
+    def run_then_cancel(self, index, **kw):
+        calls.append(index)
+        out = original(self, index, **kw)
+        svc.cancel_evaluation(Evaluation.objects.get(pk=evaluation.pk))
+        return out
+
+    execution.ShardRunner.run_episode = run_then_cancel
+    try:
+        assert execution.run_shard(shard.pk) == ShardStatus.CANCELLED
+    finally:
+        execution.ShardRunner.run_episode = original
+    evaluation.refresh_from_db()
+    assert calls == [0] and evaluation.status == EvaluationStatus.CANCELLED and len(episodes(evaluation)) == 1
+
+
+def test_reaper_requeues_shards_of_dead_workers_and_fails_after_max_attempts(
+    tenant_a, monkeypatch, settings, django_capture_on_commit_callbacks
+):
+    sent = []
+    monkeypatch.setattr("evaluations.tasks.run_shard.delay", lambda shard_id: sent.append(shard_id))
+    evaluation = create(tenant_a, cartpole_request())
+    (shard,) = Shard.objects.filter(evaluation=evaluation)
+    host = socket.gethostname()
+    # A live claim on this host is left alone.
+    Shard.objects.filter(pk=shard.pk).update(
+        status="running", claimed_by=f"{host}:{os.getpid()}", heartbeat_at=timezone.now(), attempts=1
+    )
+    assert svc.reap_shards() == []
+    # A dead pid on this host is re-queued at once, and the message is sent on commit.
+    Shard.objects.filter(pk=shard.pk).update(claimed_by=f"{host}:999999999")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert svc.reap_shards() == [shard.pk]
+    shard.refresh_from_db()
+    assert shard.status == "queued" and shard.claimed_by == "" and sent == [shard.pk]
+    # A stale heartbeat on another host counts as dead too; after max attempts the shard fails.
+    Shard.objects.filter(pk=shard.pk).update(
+        status="running", claimed_by="elsewhere:1", heartbeat_at=timezone.now() - timezone.timedelta(hours=1),
+        attempts=settings.RLMESH_SHARD_MAX_ATTEMPTS,
+    )
+    assert svc.reap_shards() == []
+    shard.refresh_from_db()
+    evaluation.refresh_from_db()
+    assert shard.status == "failed" and evaluation.status == EvaluationStatus.FAILED
+    assert "worker lost" in evaluation.error_message
+
+
+def test_reaper_resends_shards_left_queued_too_long(tenant_a, monkeypatch):
+    sent = []
+    monkeypatch.setattr("evaluations.tasks.run_shard.delay", lambda shard_id: sent.append(shard_id))
+    evaluation = create(tenant_a, cartpole_request())
+    (shard,) = Shard.objects.filter(evaluation=evaluation)
+    assert svc.reap_shards() == []
+    Shard.objects.filter(pk=shard.pk).update(queued_at=timezone.now() - timezone.timedelta(hours=1))
+    assert svc.reap_shards() == [shard.pk] and sent == [shard.pk]
+    assert svc.reap_shards() == []  # queued_at moved: at most one extra message per period
