@@ -1,0 +1,125 @@
+"""A real platform on this machine for end-to-end tests and benchmarks: a migrated database in a
+temp dir, runserver and a Celery worker as subprocesses, and a demo API key. Nothing is mocked."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LivePlatform:
+    def __init__(self, var: Path):
+        self.var = var
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "RLMESH_VAR_DIR": str(var),
+            "PUBLIC_URL": self.url,
+            "PORT": str(self.port),
+            "RLMESH_WORKFLOW_EDITION": "2026.06",
+            "DJANGO_SETTINGS_MODULE": "rlmesh_site.settings",
+            "PYTHONPATH": str(ROOT),
+        }
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.worker_count = 0
+
+    def manage(self, *args: str) -> str:
+        out = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True, capture_output=True, text=True
+        )
+        return out.stdout
+
+    def start_web(self) -> None:
+        log = open(self.var / "web.log", "ab")
+        self.procs["web"] = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{self.url}/v1/info", timeout=1).read()
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("web server did not start:\n" + (self.var / "web.log").read_text()[-3000:])
+
+    def start_worker(self) -> subprocess.Popen:
+        self.worker_count += 1
+        log = open(self.var / f"worker{self.worker_count}.log", "ab")
+        proc = subprocess.Popen(
+            [str(BIN / "celery"), "-A", "rlmesh_site", "worker", "-Q", "shards,maintenance", "-c", "2",
+             "-n", f"live{self.worker_count}@%h", "-l", "info"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self.procs["worker"] = proc
+        logfile = self.var / f"worker{self.worker_count}.log"
+        deadline = time.monotonic() + 60
+        while b" ready." not in logfile.read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("worker did not start:\n" + logfile.read_text()[-3000:])
+            time.sleep(0.2)
+        return proc
+
+    def kill_worker(self) -> None:
+        proc = self.procs.pop("worker")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def api(self, path: str):
+        req = urllib.request.Request(f"{self.url}{path}", headers={"Authorization": f"Bearer {self.api_key}"})
+        return json.load(urllib.request.urlopen(req, timeout=30))
+
+    def cli(self, *args: str, stdin: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+        env = {**self.env, "RLMESH_API_KEY": self.api_key, "RLMESH_PLATFORM_URL": self.url,
+               "RLMESH_CONFIG_DIR": str(self.var / "cli-config"), "RLMESH_DATA_DIR": str(self.var / "cli-data")}
+        return subprocess.run([str(BIN / "rlmesh"), *args], cwd=ROOT, env=env, input=stdin, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=3)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+    def start(self) -> LivePlatform:
+        """Migrate, seed a demo org and API key, start the web server and one worker."""
+        self.manage("migrate", "-v0")
+        self.api_key = json.loads(self.manage("seed_demo"))["apiKey"]
+        self.start_web()
+        self.start_worker()
+        return self
+
+
+def wait_for(predicate, timeout: float = 300, interval: float = 0.5):
+    """Poll ``predicate`` until it returns something truthy (returned); AssertionError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")
