@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.utils import timezone
 
 from ..choices import EpisodeStatus, EvaluationStatus, LogLevel, ShardStatus, StopCondition
@@ -241,7 +241,6 @@ class _Heartbeat(threading.Thread):
 
 def run_shard(shard_id: int) -> str | None:
     """Run the shard if it is still queued; return its final status, or None if it was not claimed."""
-    close_old_connections()
     shard = claim_shard(shard_id)
     if shard is None:
         return None

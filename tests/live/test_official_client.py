@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import uuid
 
 import pytest
 
@@ -87,14 +88,14 @@ def test_python_client(live, monkeypatch):
             {"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 4, "seed": 100, "workers": 2},
             {"env": "prebuilt/classic-control", "taskId": "classic/MountainCar-v0", "episodes": 3, "seed": 0},
         ],
-        "tags": {"suite": "python-client"},
+        "tags": {"suite": "python-client", "run": uuid.uuid4().hex},
     }
     preview = client.preview(request)
     assert len(preview["workloads"]) == 4 and preview["estimates"]["episodes"] == 14
     submitted = client.submit(request)
     final = client.wait(submitted["id"], poll_seconds=1, timeout=300)
     assert final["status"] == "completed" and final["progress"]["completedEpisodes"] == 14
-    listed = [e["id"] for e in client.evaluations(tags={"suite": "python-client"}, limit=1)]
+    listed = [e["id"] for e in client.evaluations(tags=request["tags"], limit=1)]
     assert listed == [submitted["id"]]
 
     by_task = {(g["key"]["model"], g["key"]["taskId"]): g for g in client.scores(submitted["id"])["groups"]}
