@@ -40,15 +40,7 @@ def episode_rows(evaluation: Evaluation) -> list[dict]:
 def evaluation_scores(evaluation: Evaluation, group_by: str = "task") -> dict:
     """``{"evaluation", "groupBy", "confidence", "groups": [...]}``; each group also says which success
     sources its verdicts came from. Raises ValueError for an unknown ``group_by``."""
-    rows = episode_rows(evaluation)
-    groups = scoring.group_scores(rows, group_by)
-    fields = scoring.GROUP_FIELDS[group_by]
-    for g in groups:
-        sources: dict[str, int] = {}
-        for r in rows:
-            if r["status"] == EpisodeStatus.COMPLETED and all(r.get(f) == g["key"][f] for f in fields):
-                sources[r["successSource"]] = sources.get(r["successSource"], 0) + 1
-        g["successSources"] = sources
+    groups = scoring.group_scores(episode_rows(evaluation), group_by)
     return {"evaluation": evaluation.public_id, "groupBy": group_by, "confidence": 0.95, "groups": groups}
 
 

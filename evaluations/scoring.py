@@ -130,16 +130,22 @@ GROUP_FIELDS: dict[str, tuple[str, ...]] = {
 def summarize(rows: Sequence[Mapping], confidence: float = 0.95) -> dict:
     """Score one group of episode rows.
 
-    Each row has ``status`` (``"completed"`` or ``"error"``), ``success`` (bool), ``reward`` (float) and
-    ``steps`` (int). Returns ``episodes`` (completed ones), ``successes``, ``successRate`` and its Wilson
-    ``successRateCi``, ``meanReward`` and its t-interval ``meanRewardCi``, ``meanSteps`` and ``errors``;
-    rates and means are None (and intervals None) when no episode completed.
+    Each row has ``status`` (``"completed"`` or ``"error"``), ``success`` (bool), ``reward`` (float),
+    ``steps`` (int) and optionally ``successSource``. Returns ``episodes`` (completed ones), ``successes``,
+    ``successRate`` and its Wilson ``successRateCi``, ``meanReward`` and its t-interval ``meanRewardCi``,
+    ``meanSteps``, ``errors`` and ``successSources`` (verdict counts per source); rates and means are
+    None (and intervals None) when no episode completed.
     """
     done = [r for r in rows if r["status"] == "completed"]
     errors = len(rows) - len(done)
     n = len(done)
+    sources: dict[str, int] = {}
+    for r in done:
+        if r.get("successSource"):
+            sources[r["successSource"]] = sources.get(r["successSource"], 0) + 1
     out: dict = {"episodes": n, "successes": 0, "successRate": None, "successRateCi": None}
     out.update({"meanReward": None, "meanRewardCi": None, "meanSteps": None, "errors": errors})
+    out["successSources"] = sources
     if n == 0:
         return out
     successes = sum(1 for r in done if r["success"])

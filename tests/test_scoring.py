@@ -85,7 +85,7 @@ def test_episode_success_rejects_unknown_criterion():
 def _row(model, task, success, reward, status="completed", steps=10):
     bench, scen = task.split("/", 1)
     return {"model": model, "env": "e", "taskId": task, "scenario": scen, "benchmark": bench, "perturbation": "none",
-            "status": status, "success": success, "reward": reward, "steps": steps}
+            "status": status, "success": success, "reward": reward, "steps": steps, "successSource": "criterion"}
 
 
 def test_group_scores_per_model_and_task_excludes_errors():
@@ -101,6 +101,7 @@ def test_group_scores_per_model_and_task_excludes_errors():
     assert first["successRate"] == 0.5
     assert first["successRateCi"] == pytest.approx(list(hand_wilson(1, 2)))
     assert first["meanReward"] == 0.5 and first["meanSteps"] == 10
+    assert first["successSources"] == {"criterion": 2}  # the errored episode gave no verdict
     by_model = scoring.group_scores(rows, "model")
     assert [(g["key"], g["episodes"]) for g in by_model] == [({"model": "m1"}, 3), ({"model": "m2"}, 1)]
     by_bench = scoring.group_scores(rows, "benchmark")
