@@ -20,6 +20,7 @@ __all__ = [
     "histogram_add",
     "histogram_merge",
     "histogram_percentile",
+    "iqm_interval",
     "mean_interval",
     "percentile",
     "split_task_id",
@@ -108,6 +109,31 @@ def episode_success(
     return bool(terminated), "terminated"
 
 
+def iqm_interval(
+    outcomes_by_task: Mapping[str, Sequence[float]], *, reps: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """Interquartile mean across tasks of the per-task mean outcome, with a stratified bootstrap interval.
+
+    The rliable method (Agarwal et al. 2021): the IQM (``scipy.stats.trim_mean(x, 0.25)``) of per-task
+    means is robust to a few outlier tasks; the interval resamples episodes *within each task*
+    (stratified) ``reps`` times with a fixed ``seed`` and takes percentiles. Returns
+    ``(iqm, low, high)``. Raises ValueError if there is no task or a task has no outcome.
+    """
+    import numpy as np
+
+    tasks = [np.asarray(v, dtype=float) for v in outcomes_by_task.values()]
+    if not tasks or any(t.size == 0 for t in tasks):
+        raise ValueError("iqm_interval needs at least one outcome per task")
+    point = float(stats.trim_mean([t.mean() for t in tasks], 0.25))
+    rng = np.random.default_rng(seed)
+    # reps × tasks matrix of resampled task means, then the IQM of each row.
+    means = np.column_stack([t[rng.integers(0, t.size, size=(reps, t.size))].mean(axis=1) for t in tasks])
+    boot = stats.trim_mean(means, 0.25, axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(boot, [alpha, 1 - alpha])
+    return point, float(low), float(high)
+
+
 # ------------------------------------------------------------------ grouping
 def split_task_id(task_id: str) -> tuple[str | None, str]:
     """Split ``"<benchmark>/<scenario>"`` into its parts; a task id without ``/`` has no benchmark."""
@@ -176,7 +202,21 @@ def group_scores(rows: Iterable[Mapping], group_by: str, confidence: float = 0.9
     groups: dict[tuple, list[Mapping]] = defaultdict(list)
     for row in rows:
         groups[tuple(row.get(f) for f in fields)].append(row)
-    return [{"key": dict(zip(fields, key)), **summarize(members, confidence)} for key, members in groups.items()]
+    out = []
+    for key, members in groups.items():
+        group = {"key": dict(zip(fields, key)), **summarize(members, confidence)}
+        if "taskId" not in fields:
+            # A rollup across tasks: also the IQM of per-task success rates (rliable), when ≥ 2 tasks.
+            by_task: dict[tuple, list[float]] = defaultdict(list)
+            for r in members:
+                if r["status"] == "completed":
+                    by_task[(r.get("env"), r.get("taskId"))].append(1.0 if r["success"] else 0.0)
+            group["tasks"] = len(by_task)
+            if len(by_task) >= 2:
+                iqm, low, high = iqm_interval({str(k): v for k, v in by_task.items()}, confidence=confidence)
+                group["iqmSuccessRate"], group["iqmSuccessRateCi"] = iqm, [low, high]
+        out.append(group)
+    return out
 
 
 # ------------------------------------------------------------ latency histograms

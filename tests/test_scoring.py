@@ -137,3 +137,24 @@ def test_shard_ranges_cover_every_episode_once(episodes, workers, cap):
     assert max(stop - start for start, stop in ranges) <= cap
     sizes = [stop - start for start, stop in ranges]
     assert max(sizes) - min(sizes) <= 1
+
+
+def test_iqm_is_the_trimmed_mean_of_task_means_with_a_stratified_bootstrap():
+    outcomes = {"t1": [1, 1, 1, 1], "t2": [1, 0, 1, 0], "t3": [0, 0, 0, 0], "t4": [1, 1, 1, 0], "t5": [0, 0, 0, 1]}
+    iqm, low, high = scoring.iqm_interval(outcomes, reps=500)
+    # task means 1, .5, 0, .75, .25 → trim 25 % (one task) at each end → mean(.25, .5, .75) = .5
+    assert iqm == pytest.approx(0.5)
+    assert 0.0 <= low < iqm < high <= 1.0
+    assert scoring.iqm_interval(outcomes, reps=500) == (iqm, low, high)  # seeded: reproducible
+    same = {"a": [1, 1], "b": [1, 1]}
+    assert scoring.iqm_interval(same, reps=50) == (1.0, 1.0, 1.0)
+    with pytest.raises(ValueError):
+        scoring.iqm_interval({"a": []})
+
+
+def test_rollups_across_tasks_carry_the_iqm():
+    rows = [_row("m", "b/t1", True, 1.0), _row("m", "b/t1", True, 1.0), _row("m", "b/t2", False, 0.0), _row("m", "b/t2", True, 1.0)]
+    (by_model,) = scoring.group_scores(rows, "model")
+    assert by_model["tasks"] == 2 and by_model["iqmSuccessRate"] == pytest.approx(0.75)
+    (by_task, _) = scoring.group_scores(rows, "task")
+    assert "iqmSuccessRate" not in by_task
