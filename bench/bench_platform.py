@@ -64,11 +64,14 @@ def platform(n: int) -> dict:
         logs = live.api(f"/v1/evaluations/{eval_id}/logs")["items"]
     finally:
         live.stop()
-    first_start = min(datetime.fromisoformat(line["at"].replace("Z", "+00:00")) for line in logs if "started" in line["message"])
-    first_end = min(datetime.fromisoformat(e["finishedAt"].replace("Z", "+00:00")) for e in episodes)
+    def at(value: str) -> datetime:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+    shard_start = min(at(line["at"]) for line in logs if "started" in line["message"])
+    first_reset = min(at(e["startedAt"]) for e in episodes)
     return {"wall": metrics["wallSeconds"], "steps": metrics["steps"], "metrics": metrics,
-            "submit_to_shard_start": (first_start - submitted_at).total_seconds(),
-            "submit_to_first_episode_end": (first_end - submitted_at).total_seconds()}
+            "submit_to_shard_start": (shard_start - submitted_at).total_seconds(),
+            "submit_to_first_episode": (first_reset - submitted_at).total_seconds()}
 
 
 def main() -> None:
@@ -80,7 +83,7 @@ def main() -> None:
     print(f"  through the platform:               {p['steps']:>6} steps in {p['wall']:.2f} s = {p['steps'] / p['wall']:.0f} steps/s")
     print(f"  platform / bare wall time:          {p['wall'] / b['wall']:.3f}x")
     print(f"  submit -> shard start (claim + queue): {p['submit_to_shard_start']:.2f} s")
-    print(f"  submit -> first episode finished:      {p['submit_to_first_episode_end']:.2f} s")
+    print(f"  submit -> first episode starts (servers ready, first reset): {p['submit_to_first_episode']:.2f} s")
     m = p["metrics"]
     print(f"  server start (platform, env/model p50): {m['serverStartSeconds']['env']['p50']:.2f} / {m['serverStartSeconds']['model']['p50']:.2f} s; "
           f"bare: {b['server_start'][0]:.2f} / {b['server_start'][1]:.2f} s")

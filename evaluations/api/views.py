@@ -273,6 +273,7 @@ def _episode_dict(e) -> dict:
         "wallMs": e.wall_ms,
         "predictMs": e.predict_ms,
         "stepMs": e.step_ms,
+        "startedAt": e.started_at,
         "finishedAt": e.finished_at,
     }
 

@@ -138,8 +138,7 @@ class ShardRunner:
         import rlmesh
 
         seed = self.workload.seed_for(index)
-        started_at = timezone.now()
-        base = {"seed": seed, "started_at": started_at}
+        base = {"seed": seed, "started_at": timezone.now()}
         try:
             self.ensure_servers()
             self.start_failures = 0
@@ -151,6 +150,7 @@ class ShardRunner:
             return EpisodeOutcome(self._error_fields(base, f"server start failed: {exc}"), restart=True)
 
         hooks = _LatencyHooks().hooks
+        base["started_at"] = timezone.now()  # the episode starts once its servers are ready
         t0 = time.monotonic()
         env_client = None
         try:
