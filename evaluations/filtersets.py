@@ -36,10 +36,10 @@ class TagFilter(django_filters.Filter):
 
 
 class EvaluationFilterSet(django_filters.FilterSet):
-    """``status`` (exact), ``q`` (case-insensitive substring of the name or metadata.evaluationLabel),
+    """``status`` (repeatable: any of), ``q`` (case-insensitive substring of the name or metadata.evaluationLabel),
     repeated ``tag=key:value`` (all must match)."""
 
-    status = django_filters.ChoiceFilter(choices=EvaluationStatus.choices)
+    status = django_filters.MultipleChoiceFilter(choices=EvaluationStatus.choices)
     q = django_filters.CharFilter(method="filter_q")
     tag = TagFilter()
 
@@ -53,7 +53,7 @@ class EvaluationFilterSet(django_filters.FilterSet):
     def __init__(self, data=None, *args, **kwargs):
         if data is not None and hasattr(data, "getlist"):
             data = data.copy()
-            tags = data.getlist("tag")
+            multi = {k: data.getlist(k) for k in ("tag", "status")}
             data = {k: data.get(k) for k in data}
-            data["tag"] = tags
+            data.update({k: v for k, v in multi.items() if v})
         super().__init__(data, *args, **kwargs)

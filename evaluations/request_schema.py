@@ -7,6 +7,7 @@ scenario exist) live in :mod:`evaluations.services.planning`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from django.conf import settings
@@ -54,6 +55,25 @@ class StrictDictField(serializers.DictField):
     default_error_messages = {"not_a_dict": 'Expected an object but got type "{input_type}".'}
 
 
+ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+class EnvVarsField(StrictDictField):
+    """Environment variables: POSIX-style names, string values (CharField refuses NUL bytes), at most 100."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if len(value) > 100:
+            raise serializers.ValidationError("at most 100 environment variables")
+        errors = {}
+        for name in value:
+            if not ENV_VAR_NAME.match(name):
+                errors[name] = [f'"{name}" is not a valid environment variable name (letters, digits, _; not starting with a digit)']
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
 class ModelEntrySerializer(serializers.Serializer):
     """One model (policy) to evaluate. A bare string is accepted as ``{"model": "<string>"}``."""
 
@@ -63,8 +83,8 @@ class ModelEntrySerializer(serializers.Serializer):
         "`prebuilt/classic-control-heuristics` or `prebuilt/ppo/cartpole`. Without a tag the repository's "
         "current version is used; the resolved digest is recorded in the effective config.",
     )
-    envVars = StrictDictField(  # noqa: N815 - wire name
-        child=StrictCharField(allow_blank=True, max_length=4096),
+    envVars = EnvVarsField(  # noqa: N815 - wire name
+        child=StrictCharField(allow_blank=True, max_length=4096, trim_whitespace=False),
         required=False,
         default=dict,
         help_text="Environment variables set on the model's server. Stored with the evaluation and "
@@ -123,14 +143,19 @@ class EvaluationRequestSerializer(serializers.Serializer):
         help_text="Free-form metadata; `evaluationLabel` is shown when there is no name.",
     )
     timeoutSeconds = StrictFloatField(  # noqa: N815
-        required=False, allow_null=True, default=None, min_value=1,
+        required=False, allow_null=True, default=None, min_value=1, max_value=30 * 24 * 3600,
         help_text="Wall-time budget for the whole evaluation from its start; past it the evaluation fails.",
     )
 
     def validate_tags(self, tags: dict) -> dict:
+        if len(tags) > 50:
+            raise serializers.ValidationError("at most 50 tags")
+        errors = {}
         for key in tags:
-            if not key or ":" in key:
-                raise serializers.ValidationError(f'tag key "{key}" must be non-empty and contain no ":"')
+            if not key or ":" in key or len(key) > 100:
+                errors[key] = ['a tag key must be 1–100 characters and contain no ":"']
+        if errors:
+            raise serializers.ValidationError(errors)
         return tags
 
     def validate(self, attrs):

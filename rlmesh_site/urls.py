@@ -4,9 +4,11 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 
+@csrf_exempt  # a POST to a wrong /v1 path must get this JSON 404, not Django's CSRF page
 def api_not_found(request, rest=""):
     return JsonResponse(
         {"error": {"code": "not_found", "message": f"no such endpoint: {request.method} {request.path}", "details": []}},

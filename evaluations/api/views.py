@@ -113,12 +113,37 @@ def _decode_cursor(cursor: str) -> tuple:
         raise ValidationError({"cursor": ["invalid cursor; pass the nextCursor of the previous page"]}) from None
 
 
+def _limit(request, *, default: int, maximum: int) -> int:
+    """``?limit=`` as an int clamped to [1, maximum] (the CLI may send 0); 400 if not an integer."""
+    try:
+        limit = int(request.query_params.get("limit", default))
+    except ValueError:
+        raise ValidationError({"limit": ["must be an integer"]}) from None
+    return max(1, min(limit, maximum))
+
+
+def _encode_position(pk: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps([pk]).encode()).decode().rstrip("=")
+
+
+def _decode_position(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        (pk,) = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(pk, int):
+            raise ValueError
+        return pk
+    except (ValueError, TypeError):
+        raise ValidationError({"cursor": ["invalid cursor; pass the nextCursor of the previous page"]}) from None
+
+
 class EvaluationListView(OrgScopedView):
     MAX_LIMIT = 500
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("status", str, description="exact status"),
+            OpenApiParameter("status", str, many=True, description="status; repeat to match any of several"),
             OpenApiParameter("q", str, description="case-insensitive substring of the name or evaluationLabel"),
             OpenApiParameter("tag", str, many=True, description="repeated key:value; all must match"),
             OpenApiParameter("limit", int, description="page size, 1–500 (default 25)"),
@@ -129,11 +154,7 @@ class EvaluationListView(OrgScopedView):
         operation_id="evaluations_list",
     )
     def get(self, request):
-        try:
-            limit = int(request.query_params.get("limit", 25))
-        except ValueError:
-            raise ValidationError({"limit": ["must be an integer"]}) from None
-        limit = max(1, min(limit, self.MAX_LIMIT))
+        limit = _limit(request, default=25, maximum=self.MAX_LIMIT)
         filterset = EvaluationFilterSet(
             request.query_params, queryset=Evaluation.objects.for_org(self.organization).select_related("creator")
         )
@@ -221,11 +242,8 @@ class EpisodeListView(OrgScopedView):
     )
     def get(self, request, public_id: str):
         evaluation = self.get_evaluation(public_id)
-        try:
-            limit = max(1, min(int(request.query_params.get("limit", 100)), self.MAX_LIMIT))
-            after = int(request.query_params.get("cursor") or 0)
-        except ValueError:
-            raise ValidationError({"limit": ["limit and cursor must be integers"]}) from None
+        limit = _limit(request, default=100, maximum=self.MAX_LIMIT)
+        after = _decode_position(request.query_params.get("cursor"))
         qs = evaluation.episodes.select_related("workload").order_by("pk").filter(pk__gt=after)
         status_filter = request.query_params.get("status")
         if status_filter:
@@ -235,20 +253,29 @@ class EpisodeListView(OrgScopedView):
         page = list(qs[: limit + 1])
         more = len(page) > limit
         page = page[:limit]
-        return Response({"items": [_episode_dict(e) for e in page], "nextCursor": str(page[-1].pk) if more else None})
+        return Response({"items": [_episode_dict(e) for e in page], "nextCursor": _encode_position(page[-1].pk) if more else None})
 
 
 class LogListView(OrgScopedView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Worker and runtime log lines, oldest first")
+    @extend_schema(
+        parameters=[OpenApiParameter("limit", int, description="page size, 1–5000 (default 1000)"), OpenApiParameter("cursor", str)],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Worker and runtime log lines, oldest first",
+    )
     def get(self, request, public_id: str):
         evaluation = self.get_evaluation(public_id)
-        lines = evaluation.logs.order_by("created_at", "id")[:5000]
+        limit = _limit(request, default=1000, maximum=5000)
+        after = _decode_position(request.query_params.get("cursor"))
+        page = list(evaluation.logs.order_by("id").filter(pk__gt=after)[: limit + 1])
+        more = len(page) > limit
+        page = page[:limit]
         return Response(
             {
                 "items": [
                     {"at": line.created_at, "level": line.level, "source": line.source, "message": line.message}
-                    for line in lines
-                ]
+                    for line in page
+                ],
+                "nextCursor": _encode_position(page[-1].pk) if more else None,
             }
         )
 
@@ -304,5 +331,14 @@ class ImageDetailView(OrgScopedView):
             raise NotFound(str(exc)) from None
         repo = _image_queryset(self.organization).filter(namespace=parsed.namespace, name=parsed.repository).first()
         if repo is None:
+            raise NotFound(f"image {reference} not found")
+        versions = list(repo.versions.all())
+        if parsed.digest:
+            version = next((v for v in versions if v.digest == parsed.digest), None)
+        elif parsed.tag:
+            version = next((v for v in versions if parsed.tag in v.tags), None)
+        else:
+            version = repo.current_version
+        if version is None or (parsed.checkpoint is not None and parsed.checkpoint not in version.checkpoints):
             raise NotFound(f"image {reference} not found")
         return Response(ImageSerializer(repo).data)

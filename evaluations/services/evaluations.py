@@ -247,7 +247,7 @@ def reap_shards() -> list[int]:
         if Shard.objects.filter(pk=shard.pk, status=ShardStatus.QUEUED, queued_at=shard.queued_at).update(queued_at=timezone.now()):
             run_shard.delay(shard.pk)
             requeued.append(shard.pk)
-    for shard in Shard.objects.filter(status=ShardStatus.RUNNING).select_related("evaluation"):
+    for shard in Shard.objects.filter(status=ShardStatus.RUNNING).select_related("evaluation", "workload"):
         owner_host, _, pid = shard.claimed_by.rpartition(":")
         dead = shard.heartbeat_at is None or shard.heartbeat_at < stale_before
         if not dead and owner_host == host and pid.isdigit():
@@ -259,7 +259,7 @@ def reap_shards() -> list[int]:
                 status=ShardStatus.FAILED, finished_at=timezone.now(), error=f"worker lost {shard.attempts} times"
             )
             if done:
-                log(shard.evaluation, f"shard {shard.pk} failed: its worker was lost {shard.attempts} times", level=LogLevel.ERROR, shard=shard)
+                log(shard.evaluation, f"shard {shard.index} of workload {shard.workload.index} failed: its worker was lost {shard.attempts} times", level=LogLevel.ERROR, shard=shard)
                 finalize_evaluation(shard.evaluation_id)
             continue
         with transaction.atomic():
@@ -267,7 +267,7 @@ def reap_shards() -> list[int]:
                 status=ShardStatus.QUEUED, claimed_by="", queued_at=timezone.now()
             )
             if done:
-                log(shard.evaluation, f"shard {shard.pk}: worker {shard.claimed_by} was lost; re-queued", level=LogLevel.WARNING, shard=shard)
+                log(shard.evaluation, f"shard {shard.index} of workload {shard.workload.index}: worker {shard.claimed_by} was lost; re-queued", level=LogLevel.WARNING, shard=shard)
                 run_shard.delay_on_commit(shard.pk)
                 requeued.append(shard.pk)
     return requeued

@@ -34,10 +34,23 @@ class RequestInvalid(Exception):
         super().__init__(message)
 
 
+#: Deepest nesting of objects/arrays a request may have.
+MAX_JSON_DEPTH = 32
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def parse_request_body(body: bytes) -> dict:
-    """Decode a request body as a JSON object; raises RequestInvalid for bad UTF-8/JSON or a non-object."""
+    """Decode a request body as a JSON object.
+
+    Raises RequestInvalid for bad UTF-8 or JSON, NaN/Infinity, integers too long to convert, nesting
+    deeper than ``MAX_JSON_DEPTH``, strings with lone surrogates (they cannot be stored or echoed as
+    UTF-8), or a top level that is not an object.
+    """
     try:
-        data = json.loads(body.decode("utf-8"))
+        data = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise RequestInvalid([{"path": "$", "message": "request body is not UTF-8"}], code="parse_error") from None
     except json.JSONDecodeError as exc:
@@ -45,11 +58,42 @@ def parse_request_body(body: bytes) -> dict:
             [{"path": "$", "message": f"request body is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"}],
             code="parse_error",
         ) from None
+    except RecursionError:
+        raise RequestInvalid([{"path": "$", "message": f"request body nests deeper than {MAX_JSON_DEPTH} levels"}]) from None
+    except ValueError as exc:  # NaN/Infinity, or an integer beyond Python's digit limit
+        raise RequestInvalid([{"path": "$", "message": f"request body is not acceptable JSON: {exc}"}], code="parse_error") from None
+    problem = _check_json_values(data)
+    if problem:
+        raise RequestInvalid([problem])
     if not isinstance(data, dict):
         raise RequestInvalid(
             [{"path": "$", "message": f"request body must be a JSON object, got {type(data).__name__ if data is not None else 'null'}"}]
         )
     return data
+
+
+def _check_json_values(data) -> dict | None:
+    """First problem in a parsed JSON value (too deep, or a string/key that is not valid Unicode), or None."""
+    stack = [(data, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return {"path": path or "$", "message": f"nests deeper than {MAX_JSON_DEPTH} levels"}
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return {"path": path or "$", "message": "contains an unpaired surrogate (not valid Unicode)"}
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return {"path": path or "$", "message": "has a key with an unpaired surrogate (not valid Unicode)"}
+                stack.append((item, f"{path}.{key}" if path else key, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
+    return None
 
 
 def shard_ranges(episodes: int, workers: int, max_per_shard: int) -> list[tuple[int, int]]:
@@ -204,6 +248,12 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
         if len(errors) == before:
             tasks.append((task, env, scenario))
     total *= max(1, len(req["models"]))
+    if len(req["models"]) * len(req["tasks"]) > settings.RLMESH_MAX_WORKLOADS_PER_EVALUATION:
+        errors.append({
+            "path": "tasks",
+            "message": f"{len(req['models'])} models × {len(req['tasks'])} tasks = {len(req['models']) * len(req['tasks'])} workloads; "
+            f"at most {settings.RLMESH_MAX_WORKLOADS_PER_EVALUATION} per evaluation",
+        })
     if total > settings.RLMESH_MAX_EPISODES_PER_EVALUATION:
         errors.append(
             {"path": "tasks", "message": f"{total} episodes in total; at most {settings.RLMESH_MAX_EPISODES_PER_EVALUATION} per evaluation"}

@@ -76,6 +76,11 @@ class TestAuthentication:
 # --------------------------------------------------------------- routing
 class TestRouting:
     def test_trailing_slash_is_not_redirected(self, api):
+        from rest_framework.test import APIClient
+
+        csrf_checking = APIClient(enforce_csrf_checks=True)
+        r = post_json(csrf_checking, "/v1/evaluations/", cartpole_request())
+        assert r.status_code == 404 and r["Content-Type"] == "application/json"
         r = post_json(api, "/v1/evaluations/", cartpole_request())
         assert r.status_code == 404
         assert error_of(r)["code"] == "not_found"
@@ -125,7 +130,19 @@ BAD_REQUESTS = [
     (cartpole_request(tasks=[CARTPOLE_TASK, {**CARTPOLE_TASK, "seed": -1}]), "tasks[1].seed", "greater than or equal to 0"),
     (cartpole_request(tasks={"env": "x"}), "tasks", "Expected a list"),
     (cartpole_request(tags={"team": 5}), "tags.team", "Must be a string"),
-    (cartpole_request(tags={"a:b": "c"}), "tags", 'contain no ":"'),
+    (cartpole_request(tags={"a:b": "c"}), "tags.a:b", 'contain no ":"'),
+    (cartpole_request(tags={"k" * 101: "c"}), "tags." + "k" * 101, "1–100 characters"),
+    (cartpole_request(tags={f"t{i}": "v" for i in range(51)}), "tags", "at most 50 tags"),
+    (cartpole_request(timeoutSeconds=1e308), "timeoutSeconds", "less than or equal to 2592000"),
+    (cartpole_request(models=[{"model": "prebuilt/random", "envVars": {"A=B": "x"}}]), "models[0].envVars.A=B", "not a valid environment variable name"),
+    (cartpole_request(models=[{"model": "prebuilt/random", "envVars": {"": "x"}}]), "models[0].envVars.", "not a valid environment variable name"),
+    (cartpole_request(models=[{"model": "prebuilt/random", "envVars": {"A": "x\u0000y"}}]), "models[0].envVars.A", "Null characters"),
+    ('{"tasks": [], "metadata": {"k": "\\ud800"}}', "metadata.k", "unpaired surrogate"),
+    ('{"tasks": [], "tags": {"\\ud800": "v"}}', "tags", "unpaired surrogate"),
+    ('{"tasks": [], "metadata": ' + '{"a": ' * 40 + '1' + '}' * 41, "metadata" + ".a" * 32, "deeper than 32"),
+    ('{"tasks": [], "metadata": ' + '[' * 2000 + ']' * 2000 + '}', "$", "deeper than 32"),
+    ('{"tasks": [], "metadata": {"n": ' + '9' * 5000 + '}}', "$", "not acceptable JSON"),
+    ('{"tasks": [], "metadata": {"n": NaN}}', "$", "not acceptable JSON"),
     (cartpole_request(tags=["x"]), "tags", "Expected an object"),
     (cartpole_request(metadata="label"), "metadata", "Expected an object"),
     (cartpole_request(timeoutSeconds="soon"), "timeoutSeconds", "valid number"),
@@ -143,6 +160,7 @@ class TestValidation:
         err = error_of(r)
         assert any(d["path"] == path and fragment in d["message"] for d in err["details"]), err
         assert err["message"].startswith(f"{path}: ") or path == "$"
+        assert r["Content-Type"] == "application/json"
         assert Evaluation.objects.count() == 0 and Workload.objects.count() == 0 and Shard.objects.count() == 0
 
     def test_every_problem_is_reported(self, api):
@@ -152,6 +170,12 @@ class TestValidation:
         err = error_of(post_json(api, "/v1/evaluations", body))
         assert {d["path"] for d in err["details"]} == {"models[0].model", "tasks[0].env", "tasks[1].taskId"}
         assert "(and 2 more)" in err["message"]
+
+    def test_workload_cap(self, api, settings):
+        settings.RLMESH_MAX_WORKLOADS_PER_EVALUATION = 3
+        body = cartpole_request(models=["prebuilt/random", "prebuilt/classic-control-heuristics"], tasks=[CARTPOLE_TASK, CARTPOLE_TASK])
+        err = error_of(post_json(api, "/v1/evaluation-previews", body))
+        assert "4 workloads; at most 3" in err["message"]
 
     def test_total_episode_cap(self, api, settings):
         settings.RLMESH_MAX_EPISODES_PER_EVALUATION = 5
@@ -296,6 +320,8 @@ class TestList:
             return {i["id"] for i in api.get("/v1/evaluations", params).json()["items"]}
 
         assert ids(status="completed") == {b}
+        r = api.get("/v1/evaluations?status=completed&status=queued")
+        assert {i["id"] for i in r.json()["items"]} == {a, b, c}
         assert ids(q="libero") == {a, c}
         assert ids(tag="team:research") == {a, b}
         r = api.get("/v1/evaluations?tag=team%3Aresearch&tag=a+b%3Ac%26d")
@@ -403,6 +429,8 @@ def test_episodes_are_listed_in_pages_and_filtered(api, tenant_b):
     errors = api.get(f"/v1/evaluations/{eid}/episodes?status=error").json()["items"]
     assert [(e["index"], e["error"]) for e in errors] == [(1, "boom")]
     assert api.get(f"/v1/evaluations/{eid}/episodes?status=weird").status_code == 400
+    r = api.get(f"/v1/evaluations/{eid}/episodes?cursor=garbage")
+    assert r.status_code == 400 and error_of(r)["details"][0]["path"] == "cursor"
     assert tenant_b.client().get(f"/v1/evaluations/{eid}/episodes").status_code == 404
 
 
@@ -410,3 +438,9 @@ def test_logs_list_the_evaluation_history(api):
     eid = submit(api)
     items = api.get(f"/v1/evaluations/{eid}/logs").json()["items"]
     assert items[0]["message"].startswith("submitted: 1 workloads, 1 shards, 3 episodes")
+    post_json(api, f"/v1/evaluations/{eid}/cancellations", {})
+    first = api.get(f"/v1/evaluations/{eid}/logs?limit=1").json()
+    assert len(first["items"]) == 1 and first["nextCursor"]
+    rest = api.get(f"/v1/evaluations/{eid}/logs?cursor={first['nextCursor']}").json()
+    assert rest["items"] and rest["nextCursor"] is None
+    assert rest["items"][0]["message"] != first["items"][0]["message"]

@@ -24,6 +24,9 @@ def test_one_image_by_reference(api):
     r = api.get("/v1/images/prebuilt/ppo")
     assert r.status_code == 200 and r.json()["currentVersion"].startswith("sha256:")
     assert api.get("/v1/images/prebuilt/ppo/cartpole").json()["reference"] == "prebuilt/ppo"
+    assert api.get("/v1/images/prebuilt/random:latest").status_code == 200
+    for missing in ("prebuilt/ppo/nope", "prebuilt/random:nope", "prebuilt/random/ckpt", "prebuilt/random@sha256:" + "f" * 64):
+        assert api.get(f"/v1/images/{missing}").status_code == 404, missing
     assert api.get("/v1/images/prebuilt/nope").status_code == 404
     assert api.get("/v1/images/NOT VALID").status_code == 404
     assert api.get("/v1/images?kind=tool").status_code == 400
@@ -31,7 +34,8 @@ def test_one_image_by_reference(api):
 
 def test_another_organizations_images_are_invisible(api, tenant_b):
     repo = ImageRepository.objects.create(namespace=tenant_b.org.slug, name="secret-env", kind="env")
-    ImageVersion.objects.create(repository=repo, digest="sha256:" + "0" * 64, source="python://x:Y")
+    repo.current_version = ImageVersion.objects.create(repository=repo, digest="sha256:" + "0" * 64, source="python://x:Y")
+    repo.save()
     assert api.get("/v1/images/b/secret-env").status_code == 404
     assert "b/secret-env" not in {i["reference"] for i in api.get("/v1/images").json()["items"]}
     assert tenant_b.client().get("/v1/images/b/secret-env").status_code == 200
