@@ -39,26 +39,24 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be True or False, got {raw!r}")
 
 
-def env_int(name: str, default: int) -> int:
-    """Return ``$name`` as an int; raises ImproperlyConfigured on a non-integer."""
+def _env_number(name: str, default, cast, noun: str):
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        return cast(raw)
     except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
+        raise ImproperlyConfigured(f"{name} must be {noun}, got {raw!r}") from exc
+
+
+def env_int(name: str, default: int) -> int:
+    """Return ``$name`` as an int; raises ImproperlyConfigured on a non-integer."""
+    return _env_number(name, default, int, "an integer")
 
 
 def env_float(name: str, default: float) -> float:
     """Return ``$name`` as a float; raises ImproperlyConfigured on a non-number."""
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from exc
+    return _env_number(name, default, float, "a number")
 
 
 # ----------------------------------------------------------------------- core
