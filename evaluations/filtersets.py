@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import django_filters
 from django import forms
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.db.models.fields.json import KeyTransform
 
 from .choices import EvaluationStatus
-from .models import Evaluation
+from .models import Evaluation, Workload
 
 
 class TagField(forms.Field):
@@ -37,15 +37,26 @@ class TagFilter(django_filters.Filter):
 
 class EvaluationFilterSet(django_filters.FilterSet):
     """``status`` (repeatable: any of), ``q`` (case-insensitive substring of the name or metadata.evaluationLabel),
-    repeated ``tag=key:value`` (all must match)."""
+    repeated ``tag=key:value`` (all must match), ``model`` / ``env`` (a workload uses that reference),
+    ``creator`` (username)."""
 
     status = django_filters.MultipleChoiceFilter(choices=EvaluationStatus.choices)
     q = django_filters.CharFilter(method="filter_q")
     tag = TagFilter()
 
+    model = django_filters.CharFilter(method="filter_model", label="Model")
+    env = django_filters.CharFilter(method="filter_env", label="Environment")
+    creator = django_filters.CharFilter(field_name="creator__username", label="Created by")
+
     class Meta:
         model = Evaluation
-        fields = ["status", "q", "tag"]
+        fields = ["status", "q", "tag", "model", "env", "creator"]
+
+    def filter_model(self, qs, name, value):
+        return qs.filter(Exists(Workload.objects.filter(evaluation=OuterRef("pk"), model_ref=value)))
+
+    def filter_env(self, qs, name, value):
+        return qs.filter(Exists(Workload.objects.filter(evaluation=OuterRef("pk"), env_ref=value)))
 
     def filter_q(self, qs, name, value):
         return qs.filter(Q(name__icontains=value) | Q(metadata__evaluationLabel__icontains=value))

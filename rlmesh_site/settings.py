@@ -121,7 +121,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "evaluations.context_processors.organization",
             ],
+            "builtins": ["template_partials.templatetags.partials"],
         },
     }
 ]
@@ -147,6 +149,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 LOGIN_URL = "/accounts/login/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/evaluations"
 
 LANGUAGE_CODE = "en-us"
@@ -155,7 +158,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# Plotly's browser bundle ships inside the plotly wheel: served from there, never from a CDN.
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(__import__("plotly").__file__).parent / "package_data")]
 STATIC_ROOT = VAR_DIR / "static"
 
 # Request bodies larger than this get 413 (the JSON parser checks Content-Length first).

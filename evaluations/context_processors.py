@@ -1,0 +1,17 @@
+"""Template context for every dashboard page: the active organization and the switcher's choices."""
+
+from __future__ import annotations
+
+
+def organization(request) -> dict:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    from .views import memberships_of
+
+    memberships = memberships_of(request)
+    if not memberships:
+        return {"memberships": []}
+    chosen = request.session.get("organization_id")
+    active = next((m for m in memberships if m.organization_id == chosen), memberships[0])
+    return {"memberships": memberships, "active_membership": active, "organization": active.organization}

@@ -1,0 +1,352 @@
+"""Dashboard pages and partials (Django test client): full page vs htmx fragment, tenancy, writes, query counts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.utils import timezone
+
+from evaluations.choices import EvaluationStatus, Role
+from evaluations.models import ApiKey, Episode, Evaluation, Membership, Workload
+from evaluations.services.evaluations import create_evaluation
+from evaluations.services.planning import plan_evaluation
+from tests.conftest import cartpole_request, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+def submit(tenant, body=None, raw=None) -> Evaluation:
+    body = body or cartpole_request()
+    plan = plan_evaluation(body, organization=tenant.org)
+    return create_evaluation(plan=plan, raw_body=raw or json.dumps(body), organization=tenant.org, creator=tenant.user)
+
+
+@pytest.fixture
+def web(client, tenant_a):
+    client.login(username=tenant_a.user.username, password=f"pw-{tenant_a.user.username}")
+    return client
+
+
+def add_episodes(evaluation: Evaluation, outcomes) -> None:
+    workload = evaluation.workloads.first()
+    Episode.objects.bulk_create(
+        Episode(evaluation=evaluation, workload=workload, index=i, seed=i, status=status, success=success,
+                success_source="criterion" if status == "completed" else "", reward=reward, steps=10,
+                stop_condition="time_limit" if status == "completed" else "error", error="boom" if status == "error" else "",
+                started_at=timezone.now(), wall_ms=12.0)
+        for i, (status, success, reward) in enumerate(outcomes)
+    )
+    Evaluation.objects.filter(pk=evaluation.pk).update(completed_episodes=len(outcomes))
+
+
+def test_pages_need_sign_in(client):
+    for url in ("/evaluations", "/evaluations/new", "/compare", "/images", "/settings"):
+        r = client.get(url)
+        assert r.status_code == 302 and r["Location"].startswith("/accounts/login/")
+
+
+def test_login_page_renders(client):
+    r = client.get("/accounts/login/")
+    assert r.status_code == 200 and b"Sign in" in r.content
+
+
+PAGES = ["", "/episodes", "/configuration", "/logs", "/overview?groupBy=model"]
+
+
+@pytest.mark.parametrize("suffix", PAGES)
+def test_detail_tabs_full_page_and_fragment(web, tenant_a, suffix):
+    evaluation = submit(tenant_a)
+    add_episodes(evaluation, [("completed", True, 500.0), ("completed", False, 20.0), ("error", None, None)])
+    url = f"/evaluations/{evaluation.public_id}{suffix}"
+    full = web.get(url)
+    assert full.status_code == 200 and b"<html" in full.content and "HX-Request" in full["Vary"]
+    frag = web.get(url, HTTP_HX_REQUEST="true")
+    assert frag.status_code == 200 and b"<html" not in frag.content and b"data-tab-content" in frag.content
+    boosted = web.get(url, HTTP_HX_REQUEST="true", HTTP_HX_BOOSTED="true")
+    assert b"<html" in boosted.content
+
+
+def test_overview_shows_scores_charts_and_interval(web, tenant_a):
+    evaluation = submit(tenant_a)
+    add_episodes(evaluation, [("completed", True, 500.0), ("completed", True, 500.0), ("completed", False, 20.0)])
+    html = web.get(f"/evaluations/{evaluation.public_id}").content.decode()
+    assert 'id="scores-table"' in html and "0.667" in html and "[0.208, 0.939]" in html
+    assert 'id="chart-success"' in html and 'id="chart-reward"' in html
+    assert "plotly.min.js" in html and "cdn" not in html.lower()
+
+
+def test_episodes_tab_filters_sorts_and_paginates(web, tenant_a):
+    evaluation = submit(tenant_a, cartpole_request(tasks=[{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 120}]))
+    add_episodes(evaluation, [("completed", i % 3 != 0, float(i)) for i in range(119)] + [("error", None, None)])
+    base = f"/evaluations/{evaluation.public_id}/episodes"
+    page1 = web.get(base, HTTP_HX_REQUEST="true").content.decode()
+    assert "page 1 of 3 · 120 episodes" in page1
+    failed = web.get(base + "?show=failed", HTTP_HX_REQUEST="true").content.decode()
+    assert "40 episodes" in failed and "✓ yes" not in failed
+    errors = web.get(base + "?show=errors", HTTP_HX_REQUEST="true").content.decode()
+    assert "1 episodes" in errors and "boom" in errors
+    by_reward = web.get(base + "?sort=-reward", HTTP_HX_REQUEST="true").content.decode()
+    assert by_reward.index("<td>118.00</td>") < by_reward.index("<td>117.00</td>")
+    last = web.get(base + "?page=3", HTTP_HX_REQUEST="true").content.decode()
+    assert "page 3 of 3" in last
+
+
+def test_configuration_shows_raw_request_exactly_and_warns_about_env_vars(web, tenant_a):
+    raw = '{"models":[{"model":"prebuilt/random","envVars":{"TOKEN":"s3cr<et>"}}],\n  "tasks":[{"env":"prebuilt/classic-control","taskId":"classic/CartPole-v1","episodes":1}]}'
+    evaluation = submit(tenant_a, json.loads(raw), raw=raw)
+    html = web.get(f"/evaluations/{evaluation.public_id}/configuration").content.decode()
+    assert 'id="raw-request"' in html and "visible to everyone in Org A" in html and "It contains <code>envVars</code>" in html
+    embedded = html.split('<script id="raw-request" type="application/json">')[1].split("</script>")[0]
+    assert json.loads(embedded) == raw  # the Copy button copies exactly these bytes
+    download = web.get(f"/evaluations/{evaluation.public_id}/request.json")
+    assert download.content == raw.encode() and "attachment" in download["Content-Disposition"]
+
+
+def test_logs_tab(web, tenant_a):
+    evaluation = submit(tenant_a)
+    html = web.get(f"/evaluations/{evaluation.public_id}/logs").content.decode()
+    assert "submitted: 1 workloads, 1 shards, 3 episodes" in html
+
+
+def test_progress_polls_until_terminal_then_refreshes(web, tenant_a):
+    evaluation = submit(tenant_a)
+    html = web.get(f"/evaluations/{evaluation.public_id}/progress").content.decode()
+    assert 'hx-trigger="every 2s"' in html and "HX-Refresh" not in html
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=EvaluationStatus.COMPLETED)
+    r = web.get(f"/evaluations/{evaluation.public_id}/progress?was=running")
+    assert 'hx-trigger="every 2s"' not in r.content.decode() and r["HX-Refresh"] == "true"
+
+
+def test_cancel_from_the_page(web, tenant_a):
+    evaluation = submit(tenant_a)
+    r = web.post(f"/evaluations/{evaluation.public_id}/cancel", HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and b"cancelled" in r.content
+    evaluation.refresh_from_db()
+    assert evaluation.status == "cancelled"
+
+
+def test_another_organizations_evaluation_is_a_404_everywhere(web, tenant_b):
+    other = submit(tenant_b)
+    for url in (f"/evaluations/{other.public_id}", f"/evaluations/{other.public_id}/episodes",
+                f"/evaluations/{other.public_id}/configuration", f"/evaluations/{other.public_id}/logs",
+                f"/evaluations/{other.public_id}/progress", f"/evaluations/{other.public_id}/request.json",
+                f"/evaluations/new?from={other.public_id}"):
+        assert web.get(url).status_code == 404, url
+    assert web.post(f"/evaluations/{other.public_id}/cancel").status_code == 404
+    assert other.public_id not in web.get("/evaluations").content.decode()
+    assert other.public_id not in web.get(f"/compare?evaluations={other.public_id}").content.decode().split("<main>")[1]
+    other.refresh_from_db()
+    assert other.status == "queued"
+
+
+def test_organization_switcher(web, tenant_a, tenant_b):
+    Membership.objects.create(user=tenant_a.user, organization=tenant_b.org, role=Role.VIEWER)
+    theirs = submit(tenant_b)
+    assert theirs.public_id not in web.get("/evaluations").content.decode()
+    r = web.post("/organizations/switch", {"organization": tenant_b.org.provider_id})
+    assert r.status_code == 302
+    page = web.get("/evaluations").content.decode()
+    assert theirs.public_id in page and "Launch evaluation" not in page  # a viewer there
+    assert web.get(f"/evaluations/{theirs.public_id}").status_code == 200
+    assert web.post("/organizations/switch", {"organization": "org_notmine"}).status_code == 404
+
+
+class TestList:
+    def test_filters_update_the_results_fragment(self, web, tenant_a):
+        a = submit(tenant_a, cartpole_request(name="alpha run", tags={"team": "robotics"}))
+        b = submit(tenant_a, cartpole_request(name="beta", models=["prebuilt/random"]))
+        Evaluation.objects.filter(pk=b.pk).update(status=EvaluationStatus.COMPLETED)
+
+        def ids(query):
+            html = web.get(f"/evaluations?{query}", HTTP_HX_REQUEST="true").content.decode()
+            assert "<html" not in html
+            return {e for e in (a.public_id, b.public_id) if e in html}
+
+        assert ids("") == {a.public_id, b.public_id}
+        assert ids("q=alpha") == {a.public_id}
+        assert ids("status=completed") == {b.public_id}
+        assert ids("tag=team:robotics") == {a.public_id}
+        assert ids("model=prebuilt/random") == {b.public_id}
+        assert ids("env=prebuilt/classic-control") == {a.public_id, b.public_id}
+        assert ids(f"creator={tenant_a.user.username}") == {a.public_id, b.public_id}
+        assert ids("creator=nobody") == set()
+        assert "must look like key:value" in web.get("/evaluations?tag=nocolon").content.decode()
+
+    def test_running_rows_poll_until_nothing_is_active(self, web, tenant_a):
+        evaluation = submit(tenant_a)
+        assert 'hx-trigger="every 3s"' in web.get("/evaluations").content.decode()
+        Evaluation.objects.filter(pk=evaluation.pk).update(status=EvaluationStatus.COMPLETED)
+        assert 'hx-trigger="every 3s"' not in web.get("/evaluations", HTTP_HX_REQUEST="true").content.decode()
+
+    def test_empty_state_says_what_to_do(self, web):
+        html = web.get("/evaluations").content.decode()
+        assert "No evaluations yet" in html and "rlmesh eval submit" in html
+
+    def test_headline_and_pagination(self, web, tenant_a):
+        evaluation = submit(tenant_a)
+        add_episodes(evaluation, [("completed", True, 1.0), ("completed", False, 0.0)])
+        for _ in range(25):
+            submit(tenant_a)
+        html = web.get("/evaluations").content.decode()
+        assert "page 1 of 2 · 26 evaluations" in html
+        html2 = web.get("/evaluations?page=2").content.decode()
+        assert evaluation.public_id in html2 and "0.50" in html2
+
+
+class TestLaunch:
+    def test_submitting_the_raw_request_creates_it_byte_for_byte(self, web, tenant_a):
+        raw = '{"models": ["prebuilt/random"],   "tasks": [{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 2}]}'
+        r = web.post("/evaluations/new", {"request_json": raw})
+        assert r.status_code == 302
+        evaluation = Evaluation.objects.get()
+        assert r["Location"] == evaluation.get_absolute_url() and evaluation.request_raw == raw
+        assert evaluation.creator == tenant_a.user
+        r = web.post("/evaluations/new", {"request_json": raw}, HTTP_HX_REQUEST="true")
+        assert r.status_code == 200 and r["HX-Redirect"].startswith("/evaluations/eval_")
+
+    def test_without_javascript_the_fields_build_the_request(self, web):
+        r = web.post("/evaluations/new", {
+            "models": ["prebuilt/random", "prebuilt/ppo/cartpole"], "env": "prebuilt/classic-control",
+            "task_id": "classic/CartPole-v1", "episodes": 4, "seed": 3, "workers": 2, "tags": "team:rl, run:1",
+            "env_vars": "A=1", "name": "from fields",
+        })
+        assert r.status_code == 302
+        evaluation = Evaluation.objects.get()
+        req = evaluation.request
+        assert req["name"] == "from fields" and req["tags"] == {"team": "rl", "run": "1"}
+        assert [m["model"] for m in req["models"]] == ["prebuilt/random", "prebuilt/ppo/cartpole"]
+        assert req["models"][0]["envVars"] == {"A": "1"}
+        assert req["tasks"] == [{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 4, "seed": 3, "workers": 2}]
+
+    def test_errors_are_the_apis_and_nothing_is_created(self, web):
+        raw = '{"models": ["prebuilt/nope"], "tasks": [{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 0}]}'
+        r = web.post("/evaluations/new", {"request_json": raw})
+        html = r.content.decode()
+        assert r.status_code == 400 and "<code>tasks[0].episodes</code>" in html
+        assert Evaluation.objects.count() == 0
+        r = web.post("/evaluations/new", {"request_json": "[1]"})
+        assert r.status_code == 400 and "must be a JSON object" in r.content.decode()
+
+    def test_preview_partial(self, web):
+        ok = web.post("/evaluations/preview", {"request_json": json.dumps(cartpole_request())}, HTTP_HX_REQUEST="true").content.decode()
+        assert "<html" not in ok and "1 workload</strong>" in ok and "3 episodes in 1 shards" in ok
+        bad = web.post("/evaluations/preview", {"request_json": json.dumps(cartpole_request(models=["x/y"]))}).content.decode()
+        assert "<code>models[0].model</code>: unknown model &quot;x/y&quot;" in bad
+        assert Evaluation.objects.count() == 0
+
+    def test_run_again_prefills_the_raw_request(self, web, tenant_a):
+        raw = '{"tasks":[{"env":"prebuilt/classic-control","taskId":"classic/Acrobot-v1","episodes":1}],"model":"prebuilt/random"}'
+        evaluation = submit(tenant_a, json.loads(raw), raw=raw)
+        html = web.get(f"/evaluations/new?from={evaluation.public_id}").content.decode()
+        assert "Prefilled with the raw request" in html
+        assert raw.replace('"', "&quot;") in html
+
+    def test_catalog_choices_in_the_form(self, web):
+        html = web.get("/evaluations/new").content.decode()
+        assert 'value="prebuilt/ppo/cartpole"' in html and 'value="prebuilt/classic-control"' in html
+        assert "classic/MountainCar-v0" in html  # scenario catalog for the env picker
+
+    def test_a_viewer_cannot_launch(self, client, tenant_a):
+        viewer = make_user("vic", tenant_a.org, Role.VIEWER)
+        client.force_login(viewer)
+        r = client.post("/evaluations/new", {"request_json": json.dumps(cartpole_request())})
+        assert r.status_code == 403 and Evaluation.objects.count() == 0
+
+
+class TestSettings:
+    def test_create_a_key_shown_once_and_usable(self, web, tenant_a, client):
+        r = web.post("/settings", {"name": "ci", "role": "member"}, HTTP_HX_REQUEST="true")
+        html = r.content.decode()
+        assert "<html" not in html and "it is not shown again" in html
+        plaintext = html.split('<pre id="new-key-value">')[1].split("</pre>")[0]
+        key = ApiKey.objects.get(name="ci")
+        assert key.hashed != plaintext and plaintext not in web.get("/settings").content.decode()
+        from rest_framework.test import APIClient
+
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
+        assert api.get("/v1/evaluations").status_code == 200
+
+    def test_revoke(self, web, tenant_a):
+        r = web.post(f"/settings/api-keys/{tenant_a.api_key.pk}/revoke", HTTP_HX_REQUEST="true")
+        assert r.status_code == 200 and b"revoked" in r.content and b"<html" not in r.content
+        assert tenant_a.client().get("/v1/evaluations").status_code == 401
+
+    def test_members_cannot_manage_keys_and_keys_stay_in_their_org(self, client, tenant_a, tenant_b):
+        member = make_user("mo", tenant_a.org, Role.MEMBER)
+        client.force_login(member)
+        assert client.post("/settings", {"name": "x", "role": "member"}).status_code == 403
+        assert client.post(f"/settings/api-keys/{tenant_a.api_key.pk}/revoke").status_code == 403
+        client.force_login(tenant_a.user)
+        assert client.post(f"/settings/api-keys/{tenant_b.api_key.pk}/revoke").status_code == 404
+        tenant_b.api_key.refresh_from_db()
+        assert tenant_b.api_key.revoked_at is None
+        assert tenant_b.api_key.prefix not in client.get("/settings").content.decode()
+
+    def test_a_key_cannot_outrank_its_creator(self, client, tenant_a):
+        admin = make_user("adm", tenant_a.org, Role.ADMIN)
+        client.force_login(admin)
+        html = client.post("/settings", {"name": "x", "role": "owner"}).content.decode()
+        assert "higher role than yours" in html and not ApiKey.objects.filter(name="x").exists()
+
+
+def test_compare_highlights_the_best_per_task(web, tenant_a):
+    e1 = submit(tenant_a)
+    add_episodes(e1, [("completed", True, 1.0), ("completed", True, 1.0)])
+    e2 = submit(tenant_a, cartpole_request(models=["prebuilt/random"]))
+    add_episodes(e2, [("completed", False, 1.0), ("completed", True, 1.0)])
+    html = web.get(f"/compare?evaluations={e1.public_id}&evaluations={e2.public_id}").content.decode()
+    table = html.split('id="compare-table"')[1].split("</table>")[0]
+    assert table.count('class="best"') == 1 and "prebuilt/random" in table
+    assert 'id="chart-compare"' in html
+
+
+def test_catalog_page(web):
+    html = web.get("/images").content.decode()
+    assert "prebuilt/classic-control" in html and "classic/CartPole-v1" in html and "prebuilt/ppo/cartpole" in html
+
+
+def test_password_change_page(web):
+    assert web.get("/accounts/password/").status_code == 200
+
+
+# ------------------------------------------------------------- query counts
+@pytest.fixture
+def big_org(tenant_a):
+    """1,000 evaluations and 10,000 episodes in organization A."""
+    template = submit(tenant_a)
+    workload = template.workloads.get()
+    evals = Evaluation.objects.bulk_create(
+        Evaluation(organization=tenant_a.org, creator=tenant_a.user, name=f"e{i}", request_raw="{}", request={},
+                   status="completed", total_episodes=10, completed_episodes=10)
+        for i in range(999)
+    )
+    workloads = Workload.objects.bulk_create(
+        Workload(evaluation=e, index=0, model_ref=workload.model_ref, model_version=workload.model_version,
+                 env_ref=workload.env_ref, env_version=workload.env_version, task_id=workload.task_id, episodes=10)
+        for e in evals
+    )
+    Episode.objects.bulk_create(
+        Episode(evaluation=w.evaluation, workload=w, index=i, seed=i, status="completed", success=i % 2 == 0,
+                success_source="criterion", reward=float(i), steps=10, stop_condition="time_limit")
+        for w in workloads for i in range(10)
+    )
+    return evals[0]
+
+
+def test_list_query_count_is_pinned(web, big_org, django_assert_num_queries):
+    # session, user, memberships, count, page, workloads prefetch, headline aggregate, catalog for the filters
+    with django_assert_num_queries(8):
+        r = web.get("/evaluations")
+    assert r.status_code == 200 and "1000 evaluations" in r.content.decode()
+    with django_assert_num_queries(8):
+        web.get("/evaluations?page=20&status=completed")
+
+
+def test_detail_query_count_is_pinned(web, big_org, django_assert_num_queries):
+    url = f"/evaluations/{big_org.public_id}"
+    with django_assert_num_queries(6):  # session, user, memberships, evaluation, workloads, episode rows
+        web.get(url)
+    with django_assert_num_queries(6):
+        web.get(url + "/episodes")
