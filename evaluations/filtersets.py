@@ -64,7 +64,8 @@ class EvaluationFilterSet(django_filters.FilterSet):
     def __init__(self, data=None, *args, **kwargs):
         if data is not None and hasattr(data, "getlist"):
             data = data.copy()
-            multi = {k: data.getlist(k) for k in ("tag", "status")}
-            data = {k: data.get(k) for k in data}
+            # Empty values (an unset select or text box in the dashboard's filter bar) mean "no filter".
+            multi = {k: [v for v in data.getlist(k) if v] for k in ("tag", "status")}
+            data = {k: data.get(k) for k in data if data.get(k)}
             data.update({k: v for k, v in multi.items() if v})
         super().__init__(data, *args, **kwargs)

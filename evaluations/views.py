@@ -301,7 +301,8 @@ def evaluation_new(request: HttpRequest) -> HttpResponse:
         if not can_write:
             return HttpResponse("your role cannot launch evaluations", status=403)
         form = LaunchForm(request.POST, organization=org)
-        raw = request.POST.get("request_json", "")
+        # Browsers submit textarea line breaks as CRLF (HTML spec); the editor showed LF, so store LF.
+        raw = request.POST.get("request_json", "").replace("\r\n", "\n")
         if not raw.strip():
             # Without JavaScript the JSON editor is not kept in sync: build the request from the fields.
             if not form.is_valid():

@@ -69,3 +69,15 @@ def cartpole_request(**overrides) -> dict:
     body = {"models": [{"model": "prebuilt/classic-control-heuristics"}], "tasks": [dict(CARTPOLE_TASK)]}
     body.update(overrides)
     return body
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory):
+    """A real platform (web server + Celery worker on a temp SQLite database), shared by live and browser tests."""
+    from tests.support.live import LivePlatform
+
+    platform = LivePlatform(tmp_path_factory.mktemp("live"))
+    try:
+        yield platform.start()
+    finally:
+        platform.stop()

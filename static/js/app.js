@@ -122,7 +122,19 @@
     jsonToFields();
   }
 
-  function init(root) { renderCharts(root); wireCopy(root); wireLaunch(root); }
+  // ------------------------------------------------------------------ tabs
+  // Only #tab-body is swapped; mark the tab whose content is now shown.
+  function markTab() {
+    var content = document.querySelector("#tab-body [data-tab-content]");
+    if (!content) return;
+    document.querySelectorAll("nav.tabs a[data-tab]").forEach(function (a) {
+      var active = a.dataset.tab === content.dataset.tabContent;
+      a.classList.toggle("active", active);
+      a.setAttribute("aria-selected", active ? "true" : "false");
+    });
+  }
+
+  function init(root) { renderCharts(root); wireCopy(root); wireLaunch(root); markTab(); }
   document.addEventListener("DOMContentLoaded", function () { init(document); });
   document.addEventListener("htmx:afterSettle", function (ev) { init(ev.target); });
   // Plotly loads deferred; render charts once it is there.

@@ -164,6 +164,7 @@ class TestList:
             return {e for e in (a.public_id, b.public_id) if e in html}
 
         assert ids("") == {a.public_id, b.public_id}
+        assert ids("q=&status=&tag=&model=&env=&creator=") == {a.public_id, b.public_id}  # the empty filter bar
         assert ids("q=alpha") == {a.public_id}
         assert ids("status=completed") == {b.public_id}
         assert ids("tag=team:robotics") == {a.public_id}
@@ -202,8 +203,10 @@ class TestLaunch:
         evaluation = Evaluation.objects.get()
         assert r["Location"] == evaluation.get_absolute_url() and evaluation.request_raw == raw
         assert evaluation.creator == tenant_a.user
-        r = web.post("/evaluations/new", {"request_json": raw}, HTTP_HX_REQUEST="true")
+        r = web.post("/evaluations/new", {"request_json": raw.replace(" [", "\r\n[")}, HTTP_HX_REQUEST="true")
         assert r.status_code == 200 and r["HX-Redirect"].startswith("/evaluations/eval_")
+        latest = Evaluation.objects.order_by("-id").first()
+        assert latest.request_raw == raw.replace(" [", "\n[")  # the textarea's CRLF comes back as the LF the editor showed
 
     def test_without_javascript_the_fields_build_the_request(self, web):
         r = web.post("/evaluations/new", {

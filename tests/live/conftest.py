@@ -1,16 +1,5 @@
-"""Fixtures for end-to-end tests against a live platform (see tests/support/live.py)."""
+"""End-to-end tests use the session-wide ``live`` fixture from tests/conftest.py."""
 
-import pytest
-
-from tests.support.live import ROOT, LivePlatform, wait_for
+from tests.support.live import ROOT, wait_for
 
 __all__ = ["ROOT", "wait_for"]
-
-
-@pytest.fixture(scope="session")
-def live(tmp_path_factory):
-    platform = LivePlatform(tmp_path_factory.mktemp("live"))
-    try:
-        yield platform.start()
-    finally:
-        platform.stop()
