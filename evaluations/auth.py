@@ -6,14 +6,17 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 
 from .choices import WRITE_ROLES
-from .models import ApiKey
+from .models import ApiKey, Membership
+from .models.organizations import API_KEY_PREFIX
+from .services.identity import ROLE_ORDER, InvalidToken, decode_access_token
 
 
 class BearerAuthentication(authentication.BaseAuthentication):
-    """``Authorization: Bearer <API key>``. Missing, malformed, unknown, revoked or expired → 401.
+    """``Authorization: Bearer <token>``: an API key (``rlm_…``) or a session access token (JWT).
 
-    On success ``request.user`` is the key's user, ``request.auth`` the ApiKey, and
-    ``request.organization`` / ``request.role`` the key's organization and role.
+    Missing, malformed, unknown, revoked or expired credentials → 401. On success ``request.user`` is the
+    user, ``request.auth`` the ApiKey or SessionAuth, and ``request.organization`` / ``request.role`` the
+    organization and effective role. An API key's role is capped by its creator's current role.
     """
 
     keyword = "Bearer"
@@ -26,18 +29,35 @@ class BearerAuthentication(authentication.BaseAuthentication):
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise exceptions.AuthenticationFailed("expected an Authorization: Bearer <token> header")
+        if not token.startswith(API_KEY_PREFIX):
+            return self._authenticate_session(request, token)
         key = ApiKey.objects.for_key(token)
         if key is None:
             raise exceptions.AuthenticationFailed("invalid API key")
         if not key.is_usable:
             raise exceptions.AuthenticationFailed("API key revoked" if key.revoked_at else "API key expired")
+        role = key.role
+        if key.user_id is not None:
+            creator = Membership.objects.filter(user_id=key.user_id, organization_id=key.organization_id).first()
+            if creator is None or not key.user.is_active:
+                raise exceptions.AuthenticationFailed("API key's creator is no longer a member of the organization")
+            role = min(role, creator.role, key=ROLE_ORDER.index)
         now = timezone.now()
         if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
             # Written at most once a minute per key, to keep reads cheap.
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         request._request.organization = key.organization
-        request._request.role = key.role
+        request._request.role = role
         return (key.user, key)
+
+    def _authenticate_session(self, request, token: str):
+        try:
+            auth = decode_access_token(token)
+        except InvalidToken as exc:
+            raise exceptions.AuthenticationFailed(str(exc)) from None
+        request._request.organization = auth.membership.organization
+        request._request.role = auth.membership.role
+        return (auth.session.user, auth)
 
     def authenticate_header(self, request) -> str:
         # Present so DRF answers 401 (not 403): only a 401 makes the CLI refresh its session.

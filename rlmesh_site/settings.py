@@ -104,6 +104,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Turns django-ratelimit's block into RATELIMIT_VIEW's 429 instead of a 403.
+    "django_ratelimit.middleware.RatelimitMiddleware",
 ]
 
 # The official CLI posts to exact paths; a slash redirect would turn a POST into a GET.
@@ -209,6 +211,30 @@ CELERY_TASK_ROUTES = {
     "evaluations.reap_shards": {"queue": "maintenance"},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# ------------------------------------------------------------------- identity
+#: OAuth public client id the official CLI uses (advertised in /v1/info).
+RLMESH_CLI_CLIENT_ID = env_str("RLMESH_CLI_CLIENT_ID", "rlmesh-cli")
+#: HS256 key for access-token JWTs; by default derived from SECRET_KEY.
+JWT_SIGNING_KEY = env_str("JWT_SIGNING_KEY", "") or __import__("hashlib").sha256(f"jwt:{SECRET_KEY}".encode()).hexdigest()
+#: Access-token lifetime in seconds (the CLI refreshes when ≤ 60 s are left).
+ACCESS_TOKEN_TTL = env_int("ACCESS_TOKEN_TTL", 900)
+#: Device codes expire after this many seconds; clients poll no faster than DEVICE_CODE_INTERVAL.
+DEVICE_CODE_TTL = env_int("DEVICE_CODE_TTL", 600)
+DEVICE_CODE_INTERVAL = env_int("DEVICE_CODE_INTERVAL", 5)
+#: Requests per minute per client address on the sign-in form and the OAuth endpoints.
+RATELIMIT_LOGIN = os.environ.get("RATELIMIT_LOGIN", "20/m")
+RATELIMIT_OAUTH = os.environ.get("RATELIMIT_OAUTH", "120/m")
+RATELIMIT_VIEW = "evaluations.identity_views.rate_limited"
+# Rate-limit counters need a cache shared by every web process: Redis in production (CACHE_REDIS_URL);
+# the embedded default runs one web process, where the local-memory cache is enough.
+CACHE_REDIS_URL = os.environ.get("CACHE_REDIS_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_REDIS_URL}
+    if CACHE_REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+SILENCED_SYSTEM_CHECKS = [] if CACHE_REDIS_URL else ["django_ratelimit.E003", "django_ratelimit.W001"]
 
 # -------------------------------------------------------------------- runtime
 #: Dotted path of the runtime backend for trusted (prebuilt) sources.

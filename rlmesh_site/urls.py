@@ -1,6 +1,10 @@
 """Top-level routes: admin, sign-in, the /v1 API with its schema and docs, and the dashboard."""
 
+from django.conf import settings
 from django.contrib import admin
+from django_ratelimit.decorators import ratelimit
+
+from evaluations import identity_views
 from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path, re_path
@@ -18,7 +22,14 @@ def api_not_found(request, rest=""):
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path(
+        "accounts/login/",
+        ratelimit(key="ip", rate=lambda g, r: settings.RATELIMIT_LOGIN, method="POST", block=True)(auth_views.LoginView.as_view()),
+        name="login",
+    ),
+    path("oauth/device_authorization", identity_views.device_authorization, name="oauth-device-authorization"),
+    path("oauth/token", identity_views.token, name="oauth-token"),
+    re_path(r"^activate/?$", identity_views.activate, name="activate"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),

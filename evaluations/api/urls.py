@@ -8,6 +8,9 @@ app_name = "evaluations-api"
 
 urlpatterns = [
     path("info", views.InfoView.as_view(), name="info"),
+    path("me", views.MeView.as_view(), name="me"),
+    path("me/organizations", views.MyOrganizationsView.as_view(), name="me-organizations"),
+    path("me/session", views.MySessionView.as_view(), name="me-session"),
     path("evaluation-previews", views.EvaluationPreviewView.as_view(), name="evaluation-previews"),
     path("evaluations", views.EvaluationListView.as_view(), name="evaluations"),
     path("evaluations/<str:public_id>", views.EvaluationDetailView.as_view(), name="evaluation"),

@@ -11,18 +11,19 @@ from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotAuthenticated, NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..choices import EpisodeStatus
 from ..filtersets import EvaluationFilterSet
-from ..models import Evaluation, ImageRepository, Workload
+from ..models import Evaluation, ImageRepository, Membership, Workload
 from ..reports import evaluation_metrics, evaluation_scores
 from ..request_schema import EvaluationRequestSerializer
 from ..scoring import GROUP_FIELDS
 from ..services.catalog import ReferenceError_, parse_reference
 from ..services.evaluations import CancelRefused, cancel_evaluation, create_evaluation
+from ..services.identity import SessionAuth, revoke_session
 from ..services.planning import parse_request_body, plan_evaluation
 from .exceptions import error_response
 from .parsers import check_size
@@ -75,9 +76,66 @@ class InfoView(APIView):
                 "version": "1",
                 "rlmesh": "0.1.0",
                 "workflowEditions": [settings.RLMESH_WORKFLOW_EDITION],
+                "auth": {
+                    "cli": {"clientId": settings.RLMESH_CLI_CLIENT_ID},
+                    "deviceAuthorizationEndpoint": f"{settings.PUBLIC_URL}/oauth/device_authorization",
+                    "tokenEndpoint": f"{settings.PUBLIC_URL}/oauth/token",
+                    "issuer": settings.PUBLIC_URL,
+                },
                 "urls": {"dashboard": settings.PUBLIC_URL, "api": f"{settings.PUBLIC_URL}/v1", "docs": f"{settings.PUBLIC_URL}/v1/docs"},
             }
         )
+
+
+# ------------------------------------------------------------------ identity
+def _organization_dict(org, *, active: bool | None = None) -> dict:
+    data = {"id": org.pk, "providerId": org.provider_id, "name": org.name, "registryNamespace": org.slug}
+    if active is not None:
+        data["active"] = active
+    return data
+
+
+class MeView(OrgScopedView):
+    """Who the credential acts as (sessions and API keys alike); ``rlmesh whoami`` reads it."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="The caller's identity and organization")
+    def get(self, request):
+        user = request.user
+        subject = {"id": f"user_{user.pk}", "email": user.email or "", "displayName": user.get_full_name() or user.username} if user else {"id": "apikey", "email": "", "displayName": ""}
+        is_session = isinstance(request.auth, SessionAuth)
+        return Response(
+            {
+                "subject": subject,
+                "organization": _organization_dict(self.organization),
+                "role": request._request.role,
+                "credential": "session" if is_session else "api_key",
+                **({"session": request.auth.session.public_id} if is_session else {"apiKey": f"rlm_{request.auth.prefix}…"}),
+            }
+        )
+
+
+class MyOrganizationsView(OrgScopedView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="The caller's organizations; `active` marks the current one")
+    def get(self, request):
+        if isinstance(request.auth, SessionAuth):
+            memberships = Membership.objects.filter(user=request.user).select_related("organization").order_by("organization__name")
+            items = [_organization_dict(m.organization, active=m.organization_id == self.organization.pk) | {"role": m.role} for m in memberships]
+        else:  # an API key belongs to exactly one organization
+            items = [_organization_dict(self.organization, active=True) | {"role": request._request.role}]
+        return Response({"organizations": items})
+
+
+class MySessionView(OrgScopedView):
+    permission_classes: list = []
+
+    @extend_schema(request=None, responses={204: None, **ERRORS}, summary="Sign out: revoke the session behind this access token (idempotent)")
+    def delete(self, request):
+        if request.auth is None:
+            raise NotAuthenticated("authentication required")
+        if not isinstance(request.auth, SessionAuth):
+            raise ValidationError({"credential": ["an API key has no session; revoke the key under Settings"]})
+        revoke_session(request.auth.session, reason="signed out")
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 # -------------------------------------------------------------- evaluations

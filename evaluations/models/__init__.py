@@ -1,11 +1,16 @@
 """Models of the evaluations app, re-exported."""
 
 from .evaluations import Episode, Evaluation, EvaluationLog, Shard, Workload
+from .identity import AuthSession, DeviceAuthorization, Invitation, RefreshToken
 from .images import ImageRepository, ImageVersion
 from .organizations import ApiKey, Membership, Organization
 
 __all__ = [
     "ApiKey",
+    "AuthSession",
+    "DeviceAuthorization",
+    "Invitation",
+    "RefreshToken",
     "Episode",
     "Evaluation",
     "EvaluationLog",
