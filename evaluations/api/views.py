@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from ..choices import EpisodeStatus
 from ..filtersets import EvaluationFilterSet
-from ..models import Evaluation, ImageRepository, Membership, Workload
+from ..models import ApiKey, Evaluation, ImageRepository, Membership, Workload
 from ..reports import evaluation_metrics, evaluation_scores
 from ..request_schema import EvaluationRequestSerializer
 from ..scoring import GROUP_FIELDS
@@ -238,7 +238,8 @@ class EvaluationListView(OrgScopedView):
         raw, data = self.read_request_body()
         plan = plan_evaluation(data, organization=self.organization)
         evaluation = create_evaluation(
-            plan=plan, raw_body=raw, organization=self.organization, creator=request.user, api_key=request.auth
+            plan=plan, raw_body=raw, organization=self.organization, creator=request.user,
+            api_key=request.auth if isinstance(request.auth, ApiKey) else None,
         )
         return Response(EvaluationSerializer(evaluation).data, status=status.HTTP_201_CREATED)
 

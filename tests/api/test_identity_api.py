@@ -207,3 +207,15 @@ def test_oauth_endpoints_are_rate_limited(client, settings):
     codes = [form_post(client, "/oauth/device_authorization", client_id=CLIENT_ID).status_code for _ in range(5)]
     assert codes[:3] == [200, 200, 200] and codes[3:] == [429, 429]
     cache.clear()
+
+
+def test_a_session_can_submit_and_it_is_recorded_as_the_user(client, tenant_a):
+    from evaluations.models import Evaluation
+    from tests.conftest import cartpole_request
+    import json
+
+    api = bearer(sign_in(client, tenant_a)["access_token"])
+    r = api.post("/v1/evaluations", data=json.dumps(cartpole_request()), content_type="application/json")
+    assert r.status_code == 201
+    evaluation = Evaluation.objects.get()
+    assert evaluation.creator == tenant_a.user and evaluation.api_key is None

@@ -24,7 +24,7 @@ def free_port() -> int:
 
 
 class LivePlatform:
-    def __init__(self, var: Path):
+    def __init__(self, var: Path, **extra_env: str):
         self.var = var
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -36,6 +36,7 @@ class LivePlatform:
             "RLMESH_WORKFLOW_EDITION": "2026.06",
             "DJANGO_SETTINGS_MODULE": "rlmesh_site.settings",
             "PYTHONPATH": str(ROOT),
+            **extra_env,
         }
         self.procs: dict[str, subprocess.Popen] = {}
         self.worker_count = 0
