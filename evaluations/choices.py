@@ -10,8 +10,17 @@ class Role(models.TextChoices):
     VIEWER = "viewer"
 
 
-#: Roles that may submit and cancel evaluations.
+#: Roles that may submit evaluations (and cancel their own).
 WRITE_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.MEMBER})
+#: Roles that manage keys and members, and may cancel anyone's evaluation.
+ADMIN_ROLES = frozenset({Role.OWNER, Role.ADMIN})
+
+
+def may_cancel(*, role: str, user, evaluation) -> bool:
+    """Admins and owners cancel any evaluation of their organization; members only their own."""
+    if role in ADMIN_ROLES:
+        return True
+    return role == Role.MEMBER and user is not None and evaluation.creator_id == user.pk
 
 
 class ImageKind(models.TextChoices):

@@ -22,4 +22,7 @@ urlpatterns = [
     re_path(r"^settings/?$", views.organization_settings, name="settings"),
     path("settings/api-keys/<int:key_id>/revoke", views.api_key_revoke, name="api_key_revoke"),
     path("organizations/switch", views.organization_switch, name="organization_switch"),
+    path("settings/members/<int:membership_id>", views.member_update, name="member_update"),
+    path("settings/invitations", views.invitation_create, name="invitation_create"),
+    path("invitations/<str:token>", views.invitation_accept, name="invitation_accept"),
 ]

@@ -9,7 +9,10 @@ import json
 from datetime import timedelta
 
 from django.contrib import messages
+from django.conf import settings
+from django.contrib.auth import login as auth_login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
 from django.core.paginator import Paginator
 from django.db.models import Count, Prefetch, Q
 from django.http import Http404, HttpRequest, HttpResponse
@@ -22,17 +25,17 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import JsonLexer
 
 from . import charts, scoring
-from .choices import ACTIVE_STATUSES, WRITE_ROLES, EpisodeStatus, EvaluationStatus, Role
+from .choices import ACTIVE_STATUSES, ADMIN_ROLES, WRITE_ROLES, EpisodeStatus, EvaluationStatus, Role, may_cancel
 from .filtersets import EvaluationFilterSet
 from .forms import EPISODE_SORTS, ApiKeyForm, LaunchForm, catalog_choices
 from .htmx import is_partial, render_page_or_partial
-from .models import ApiKey, Episode, Evaluation, ImageRepository, Membership, Workload
+from .models import ApiKey, Episode, Evaluation, ImageRepository, Invitation, Membership, Workload
 from .reports import evaluation_scores, episode_rows
 from .services.evaluations import CancelRefused, cancel_evaluation, create_evaluation
+from .services.organizations import MembershipError, accept_invitation, change_role, create_invitation, find_invitation, remove_member
 from .services.planning import RequestInvalid, parse_request_body, plan_evaluation
 
 TABS = ("overview", "episodes", "configuration", "logs")
-ADMIN_ROLES = frozenset({Role.OWNER, Role.ADMIN})
 
 
 # ------------------------------------------------------------ organization
@@ -218,11 +221,13 @@ def evaluation_detail(request: HttpRequest, public_id: str, tab: str = "overview
     if tab not in TABS:
         raise Http404("no such tab")
     evaluation = _org_evaluation(request, public_id, _detail_queryset())
+    role = active_membership(request).role
     context = {
         "evaluation": evaluation,
         "tab": tab,
         "tabs": TABS,
-        "can_write": active_membership(request).role in WRITE_ROLES,
+        "can_write": role in WRITE_ROLES,
+        "can_cancel": may_cancel(role=role, user=request.user, evaluation=evaluation),
     }
     if tab == "overview":
         context.update(_overview_context(request, evaluation))
@@ -243,7 +248,8 @@ def evaluation_progress(request: HttpRequest, public_id: str) -> HttpResponse:
 
 
 def _render_progress(request: HttpRequest, evaluation: Evaluation) -> HttpResponse:
-    context = {"evaluation": evaluation, "can_write": active_membership(request).role in WRITE_ROLES}
+    role = active_membership(request).role
+    context = {"evaluation": evaluation, "can_cancel": may_cancel(role=role, user=request.user, evaluation=evaluation)}
     response = render(request, "evaluations/evaluation_detail.html#progress", context)
     if evaluation.is_terminal and request.GET.get("was") in ACTIVE_STATUSES:
         # The status changed under the page: reload so scores and charts show the final numbers.
@@ -254,9 +260,9 @@ def _render_progress(request: HttpRequest, evaluation: Evaluation) -> HttpRespon
 @login_required
 @require_POST
 def evaluation_cancel(request: HttpRequest, public_id: str) -> HttpResponse:
-    if active_membership(request).role not in WRITE_ROLES:
-        return HttpResponse("your role cannot cancel evaluations", status=403)
     evaluation = _org_evaluation(request, public_id)
+    if not may_cancel(role=active_membership(request).role, user=request.user, evaluation=evaluation):
+        return HttpResponse("members may cancel only their own evaluations", status=403)
     try:
         cancel_evaluation(evaluation)
     except CancelRefused as exc:
@@ -408,12 +414,78 @@ def organization_settings(request: HttpRequest) -> HttpResponse:
                 form = ApiKeyForm()
     context = {
         "members": Membership.objects.filter(organization=org).select_related("user").order_by("user__username"),
+        "invitations": Invitation.objects.filter(organization=org, accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now()),
+        "roles": Role.values,
         "keys": ApiKey.objects.filter(organization=org).select_related("user"),
         "form": form,
         "created_key": created_key,
         "is_admin": is_admin,
     }
     return render_page_or_partial(request, "evaluations/settings.html", "keys", context)
+
+
+@login_required
+@require_POST
+def member_update(request: HttpRequest, membership_id: int) -> HttpResponse:
+    """Change a member's role, or remove them (``action=remove``); owners/admins only."""
+    actor = active_membership(request)
+    target = Membership.objects.filter(organization=actor.organization, pk=membership_id).select_related("organization").first()
+    if target is None:
+        raise Http404("no such member")
+    try:
+        if request.POST.get("action") == "remove":
+            remove_member(target, actor_role=actor.role)
+            messages.success(request, f"Removed {target.user.username}.")
+        else:
+            change_role(target, actor_role=actor.role, role=request.POST.get("role", ""))
+            messages.success(request, f"{target.user.username} is now {target.role}.")
+    except (MembershipError, ValueError) as exc:
+        messages.error(request, str(exc) if isinstance(exc, MembershipError) else "unknown role")
+        return redirect("evaluations:settings") if actor.role in ADMIN_ROLES else HttpResponse(str(exc), status=403)
+    return redirect("evaluations:settings")
+
+
+@login_required
+@require_POST
+def invitation_create(request: HttpRequest) -> HttpResponse:
+    actor = active_membership(request)
+    try:
+        token, _ = create_invitation(
+            organization=actor.organization, actor=request.user, actor_role=actor.role,
+            role=request.POST.get("role", Role.MEMBER), email=request.POST.get("email", "")[:254],
+        )
+    except (MembershipError, ValueError) as exc:
+        if actor.role not in ADMIN_ROLES:
+            return HttpResponse(str(exc), status=403)
+        messages.error(request, str(exc) if isinstance(exc, MembershipError) else "unknown role")
+        return redirect("evaluations:settings")
+    link = f"{settings.PUBLIC_URL}/invitations/{token}"
+    messages.success(request, f"Invitation link (shown once, valid 7 days): {link}")
+    return redirect("evaluations:settings")
+
+
+def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
+    """An invitation link: sign in (or create an account) and join the organization."""
+    invitation = find_invitation(token)
+    if invitation is None or not invitation.usable:
+        return render(request, "evaluations/invitation.html", {"error": "This invitation is invalid, used, revoked or expired."}, status=404)
+    form = None
+    if not request.user.is_authenticated:
+        form = UserCreationForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            user = form.save()
+            auth_login(request, user)
+        else:
+            return render(request, "evaluations/invitation.html", {"invitation": invitation, "form": form})
+    if request.method == "POST":
+        try:
+            membership = accept_invitation(invitation, user=request.user)
+        except MembershipError as exc:
+            return render(request, "evaluations/invitation.html", {"error": str(exc)}, status=409)
+        request.session["organization_id"] = membership.organization_id
+        messages.success(request, f"You joined {membership.organization.name} as {membership.role}.")
+        return redirect("evaluations:evaluation_list")
+    return render(request, "evaluations/invitation.html", {"invitation": invitation})
 
 
 @login_required

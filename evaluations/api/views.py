@@ -11,11 +11,11 @@ from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, status
-from rest_framework.exceptions import NotAuthenticated, NotFound, ValidationError
+from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..choices import EpisodeStatus
+from ..choices import EpisodeStatus, may_cancel
 from ..filtersets import EvaluationFilterSet
 from ..models import ApiKey, Evaluation, ImageRepository, Membership, Workload
 from ..reports import evaluation_metrics, evaluation_scores
@@ -261,6 +261,8 @@ class CancellationView(OrgScopedView):
     @extend_schema(request=None, responses={202: EvaluationSerializer, 409: ErrorSerializer, **ERRORS}, summary="Cancel an evaluation")
     def post(self, request, public_id: str):
         evaluation = self.get_evaluation(public_id)
+        if not may_cancel(role=request._request.role, user=request.user, evaluation=evaluation):
+            raise PermissionDenied("members may cancel only their own evaluations")
         try:
             evaluation = cancel_evaluation(evaluation)
         except CancelRefused as exc:

@@ -1,0 +1,105 @@
+"""Tenancy matrix: a member of organization B gets 404 for every object of organization A, on every /v1
+route and every dashboard page that takes an object id, and never sees A's objects in a list."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from evaluations.models import ApiKey, Evaluation, ImageRepository, ImageVersion, Membership
+from evaluations.services.evaluations import create_evaluation
+from evaluations.services.planning import plan_evaluation
+from tests.conftest import cartpole_request
+
+pytestmark = pytest.mark.django_db
+
+# (method, url name, path template) for every route that addresses one object
+API_OBJECT_ROUTES = [
+    ("get", "evaluations-api:evaluation", "/v1/evaluations/{e}"),
+    ("post", "evaluations-api:cancellations", "/v1/evaluations/{e}/cancellations"),
+    ("get", "evaluations-api:scores", "/v1/evaluations/{e}/scores"),
+    ("get", "evaluations-api:metrics", "/v1/evaluations/{e}/metrics"),
+    ("get", "evaluations-api:episodes", "/v1/evaluations/{e}/episodes"),
+    ("get", "evaluations-api:logs", "/v1/evaluations/{e}/logs"),
+    ("get", "evaluations-api:image", "/v1/images/{img}"),
+]
+DASHBOARD_OBJECT_ROUTES = [
+    ("get", "evaluations:evaluation_detail", "/evaluations/{e}"),
+    ("get", "evaluations:evaluation_tab", "/evaluations/{e}/episodes"),
+    ("get", "evaluations:evaluation_tab", "/evaluations/{e}/configuration"),
+    ("get", "evaluations:evaluation_tab", "/evaluations/{e}/logs"),
+    ("get", "evaluations:evaluation_tab", "/evaluations/{e}/overview"),
+    ("get", "evaluations:evaluation_progress", "/evaluations/{e}/progress"),
+    ("post", "evaluations:evaluation_cancel", "/evaluations/{e}/cancel"),
+    ("get", "evaluations:evaluation_request", "/evaluations/{e}/request.json"),
+    ("get", "evaluations:evaluation_new", "/evaluations/new?from={e}"),
+    ("post", "evaluations:api_key_revoke", "/settings/api-keys/{k}/revoke"),
+    ("post", "evaluations:member_update", "/settings/members/{m}"),
+]
+ID_KWARGS = {"public_id", "key_id", "membership_id", "reference"}
+
+
+def _patterns(resolver, prefix=""):
+    for p in resolver.url_patterns:
+        if isinstance(p, URLResolver):
+            ns = f"{p.namespace}:" if p.namespace else ""
+            yield from _patterns(p, prefix + ns)
+        elif isinstance(p, URLPattern) and p.name:
+            yield prefix + p.name, set(p.pattern.regex.groupindex)
+
+
+def test_the_matrix_covers_every_route_that_takes_an_id():
+    covered = {name for _, name, _ in API_OBJECT_ROUTES + DASHBOARD_OBJECT_ROUTES}
+    with_ids = {name for name, groups in _patterns(get_resolver()) if groups & ID_KWARGS}
+    assert with_ids <= covered, f"add these routes to the tenancy matrix: {with_ids - covered}"
+
+
+@pytest.fixture
+def world(tenant_a, tenant_b):
+    evaluation = create_evaluation(plan=plan_evaluation(cartpole_request(), organization=tenant_a.org),
+                                   raw_body=json.dumps(cartpole_request()), organization=tenant_a.org, creator=tenant_a.user)
+    repo = ImageRepository.objects.create(namespace=tenant_a.org.slug, name="private-env", kind="env")
+    repo.current_version = ImageVersion.objects.create(repository=repo, digest="sha256:" + "2" * 64, source="python://x:Y", tags=["latest"])
+    repo.save()
+    return {
+        "e": evaluation.public_id,
+        "img": repo.path,
+        "k": tenant_a.api_key.pk,
+        "m": Membership.objects.get(user=tenant_a.user, organization=tenant_a.org).pk,
+    }
+
+
+@pytest.mark.parametrize("method,name,template", API_OBJECT_ROUTES)
+def test_api_routes_hide_other_organizations_objects(world, tenant_a, tenant_b, method, name, template):
+    path = template.format(**world)
+    assert getattr(tenant_a.client(), method)(path, **({"data": {}, "format": "json"} if method == "post" else {})).status_code in (200, 202)
+    r = getattr(tenant_b.client(), method)(path, **({"data": {}, "format": "json"} if method == "post" else {}))
+    assert r.status_code == 404, (path, r.status_code)
+    assert "error" in r.json()
+
+
+@pytest.mark.parametrize("method,name,template", DASHBOARD_OBJECT_ROUTES)
+def test_dashboard_pages_hide_other_organizations_objects(world, tenant_a, tenant_b, method, name, template):
+    path = template.format(**world)
+    web = Client()
+    web.force_login(tenant_b.user)
+    assert getattr(web, method)(path).status_code == 404, path
+    # the object is untouched
+    assert ApiKey.objects.get(pk=world["k"]).revoked_at is None
+    assert Membership.objects.filter(pk=world["m"]).exists()
+    assert Evaluation.objects.get(public_id=world["e"]).status == "queued"
+
+
+def test_lists_never_include_other_organizations_objects(world, tenant_b):
+    api = tenant_b.client()
+    assert api.get("/v1/evaluations").json()["items"] == []
+    assert world["img"] not in {i["reference"] for i in api.get("/v1/images").json()["items"]}
+    assert [o["providerId"] for o in api.get("/v1/me/organizations").json()["organizations"]] == [tenant_b.org.provider_id]
+    web = Client()
+    web.force_login(tenant_b.user)
+    for page in ("/evaluations", f"/compare?evaluations={world['e']}", "/images", "/settings", "/evaluations/new"):
+        html = web.get(page).content.decode().split("<main>")[1]
+        assert world["e"] not in html and world["img"] not in html and "alice-a" not in html, page
