@@ -37,7 +37,7 @@ def test_launch_watch_tabs_copy_and_run_again(page, live):
         page.click(f"a[data-tab={tab}]")
         page.locator(f"[data-tab-content={tab}]").wait_for()
         assert page.url.endswith(f"/{tab}")
-        assert page.get_attribute(f"a[data-tab={tab}]", "aria-selected") == "true"
+        page.locator(f"a[data-tab={tab}][aria-selected=true]").wait_for()  # the nav follows the swap
         shot(page, f"evaluation-{tab}")
 
     page.click("a[data-tab=configuration]")
