@@ -3,7 +3,7 @@
 # as spec/CONTAINERS.md measured. Idempotent; run as root (CI, or once on a worker host).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-pkgs=(podman runc debootstrap docker-registry uidmap slirp4netns netavark aardvark-dns conmon openssl)
+pkgs=(podman runc debootstrap docker-registry uidmap slirp4netns netavark aardvark-dns conmon iptables openssl)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -25,6 +25,14 @@ def reap_shards() -> None:
     _reap()
 
 
+@shared_task(name="evaluations.probe_image", ignore_result=True, acks_late=True)
+def probe_image(version_id: int) -> None:
+    """Probe a pushed image version (see services.probes.probe_version)."""
+    from .services.probes import probe_version
+
+    probe_version(version_id)
+
+
 @worker_ready.connect
 def _reap_on_start(sender=None, **kwargs) -> None:
     # A worker that starts after a crash recovers the crashed worker's shards at once instead of

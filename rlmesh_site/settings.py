@@ -8,6 +8,7 @@ and must then provide ``SECRET_KEY``, ``ALLOWED_HOSTS``, ``API_KEY_PEPPER`` and
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -209,6 +210,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 CELERY_TASK_ROUTES = {
     "evaluations.run_shard": {"queue": "shards"},
     "evaluations.reap_shards": {"queue": "maintenance"},
+    "evaluations.probe_image": {"queue": "maintenance"},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -216,7 +218,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 #: OAuth public client id the official CLI uses (advertised in /v1/info).
 RLMESH_CLI_CLIENT_ID = env_str("RLMESH_CLI_CLIENT_ID", "rlmesh-cli")
 #: HS256 key for access-token JWTs; by default derived from SECRET_KEY.
-JWT_SIGNING_KEY = env_str("JWT_SIGNING_KEY", "") or __import__("hashlib").sha256(f"jwt:{SECRET_KEY}".encode()).hexdigest()
+JWT_SIGNING_KEY = env_str("JWT_SIGNING_KEY", "") or hashlib.sha256(f"jwt:{SECRET_KEY}".encode()).hexdigest()
 #: Access-token lifetime in seconds (the CLI refreshes when ≤ 60 s are left).
 ACCESS_TOKEN_TTL = env_int("ACCESS_TOKEN_TTL", 900)
 #: Device codes expire after this many seconds; clients poll no faster than DEVICE_CODE_INTERVAL.
@@ -235,6 +237,20 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
 SILENCED_SYSTEM_CHECKS = [] if CACHE_REDIS_URL else ["django_ratelimit.E003", "django_ratelimit.W001"]
+
+# ------------------------------------------------------------------ registry
+#: host:port of the platform's OCI registry (CNCF Distribution), as clients push to it.
+RLMESH_REGISTRY_HOST = os.environ.get("RLMESH_REGISTRY_HOST", "127.0.0.1:5000")
+RLMESH_REGISTRY_DIR = Path(os.environ.get("RLMESH_REGISTRY_DIR", VAR_DIR / "registry"))
+#: Bearer secret the registry sends with push notifications; and the workers' pull-only registry password.
+RLMESH_REGISTRY_NOTIFY_SECRET = env_str("RLMESH_REGISTRY_NOTIFY_SECRET", hashlib.sha256(f"notify:{SECRET_KEY}".encode()).hexdigest())
+RLMESH_REGISTRY_WORKER_SECRET = env_str("RLMESH_REGISTRY_WORKER_SECRET", hashlib.sha256(f"worker:{SECRET_KEY}".encode()).hexdigest())
+#: Docker Engine API endpoint for the docker runtime and probes (Podman's service here, Docker elsewhere).
+RLMESH_DOCKER_HOST = os.environ.get("DOCKER_HOST", f"unix://{VAR_DIR / 'podman.sock'}")
+#: Resource limits of every untrusted container (spec/CONTAINERS.md §6).
+RLMESH_CONTAINER_MEMORY = os.environ.get("RLMESH_CONTAINER_MEMORY", "1g")
+RLMESH_CONTAINER_CPUS = env_float("RLMESH_CONTAINER_CPUS", 1.0)
+RLMESH_CONTAINER_PIDS = env_int("RLMESH_CONTAINER_PIDS", 256)
 
 # -------------------------------------------------------------------- runtime
 #: Dotted path of the runtime backend for trusted (prebuilt) sources.

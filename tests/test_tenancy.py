@@ -25,6 +25,7 @@ API_OBJECT_ROUTES = [
     ("get", "evaluations-api:episodes", "/v1/evaluations/{e}/episodes"),
     ("get", "evaluations-api:logs", "/v1/evaluations/{e}/logs"),
     ("get", "evaluations-api:image", "/v1/images/{img}"),
+    ("post", "evaluations-api:image-probes", "/v1/images/{img}/probes"),
 ]
 DASHBOARD_OBJECT_ROUTES = [
     ("get", "evaluations:evaluation_detail", "/evaluations/{e}"),

@@ -103,6 +103,8 @@ class ImageVersionSerializer(serializers.Serializer):
     digest = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
     probeStatus = serializers.CharField(source="probe_status")  # noqa: N815
+    probeLog = serializers.CharField(source="probe_log")  # noqa: N815
+    size = serializers.IntegerField()
     pushedAt = serializers.DateTimeField(source="pushed_at")  # noqa: N815
     checkpoints = serializers.SerializerMethodField()
 

@@ -1,8 +1,8 @@
 """/v1 routes: exact paths, no trailing slashes (the official CLI posts to these verbatim)."""
 
-from django.urls import path
+from django.urls import path, re_path
 
-from . import views
+from . import registry_views, views
 
 app_name = "evaluations-api"
 
@@ -19,6 +19,10 @@ urlpatterns = [
     path("evaluations/<str:public_id>/metrics", views.MetricsView.as_view(), name="metrics"),
     path("evaluations/<str:public_id>/episodes", views.EpisodeListView.as_view(), name="episodes"),
     path("evaluations/<str:public_id>/logs", views.LogListView.as_view(), name="logs"),
+    path("registry/info", views.RegistryInfoView.as_view(), name="registry-info"),
+    path("registry/token", registry_views.registry_token, name="registry-token"),
+    path("registry/events", registry_views.registry_events, name="registry-events"),
+    re_path(r"^images/(?P<reference>.+)/probes$", views.ImageProbeView.as_view(), name="image-probes"),
     path("images", views.ImageListView.as_view(), name="images"),
     path("images/<path:reference>", views.ImageDetailView.as_view(), name="image"),
 ]

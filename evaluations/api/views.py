@@ -15,9 +15,12 @@ from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDeni
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..choices import EpisodeStatus, may_cancel
+from django.db import transaction
+
+from ..choices import WRITE_ROLES, EpisodeStatus, may_cancel
 from ..filtersets import EvaluationFilterSet
-from ..models import ApiKey, Evaluation, ImageRepository, Membership, Workload
+from ..models import ApiKey, Evaluation, ImageRepository, ImageVersion, Membership, Workload
+from ..tasks import probe_image
 from ..reports import evaluation_metrics, evaluation_scores
 from ..request_schema import EvaluationRequestSerializer
 from ..scoring import GROUP_FIELDS
@@ -403,3 +406,39 @@ class ImageDetailView(OrgScopedView):
         if version is None or (parsed.checkpoint is not None and parsed.checkpoint not in version.checkpoints):
             raise NotFound(f"image {reference} not found")
         return Response(ImageSerializer(repo).data)
+
+
+# ------------------------------------------------------------------ registry
+class RegistryInfoView(OrgScopedView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Where to push images, and into which namespaces")
+    def get(self, request):
+        role = request._request.role
+        if isinstance(request.auth, SessionAuth):
+            namespaces = sorted(
+                m.organization.slug for m in Membership.objects.filter(user=request.user).select_related("organization") if m.role in WRITE_ROLES
+            )
+        else:
+            namespaces = [self.organization.slug] if role in WRITE_ROLES else []
+        return Response({"host": settings.RLMESH_REGISTRY_HOST, "namespaces": namespaces})
+
+
+class ImageProbeView(OrgScopedView):
+    @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT, **ERRORS}, summary="Probe an image version again")
+    def post(self, request, reference: str):
+        try:
+            parsed = parse_reference(reference)
+        except ReferenceError_ as exc:
+            raise NotFound(str(exc)) from None
+        repo = ImageRepository.objects.filter(namespace=self.organization.slug, name=parsed.repository).first()
+        if repo is None or parsed.namespace != self.organization.slug:
+            raise NotFound(f"image {reference} not found")
+        version = (
+            repo.versions.filter(digest=parsed.digest).first() if parsed.digest
+            else next((v for v in repo.versions.all() if parsed.tag in v.tags), None) if parsed.tag
+            else repo.current_version
+        )
+        if version is None:
+            raise NotFound(f"image {reference} not found")
+        ImageVersion.objects.filter(pk=version.pk).exclude(probe_status="probing").update(probe_status="queued")
+        transaction.on_commit(lambda: probe_image.delay(version.pk))
+        return Response({"reference": f"{repo.path}@{version.digest}", "probeStatus": "queued"}, status=status.HTTP_202_ACCEPTED)

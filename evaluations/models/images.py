@@ -23,7 +23,8 @@ class ImageRepository(models.Model):
 
     namespace = models.CharField(max_length=64)
     name = models.CharField(max_length=128)
-    kind = models.CharField(max_length=8, choices=ImageKind.choices)
+    #: Blank until the first probe of a pushed image tells env from model.
+    kind = models.CharField(max_length=8, choices=ImageKind.choices, blank=True)
     description = models.TextField(blank=True)
     current_version = models.ForeignKey(
         "ImageVersion", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -65,7 +66,13 @@ class ImageVersion(models.Model):
     labels = models.JSONField(default=dict)
     scenarios = models.JSONField(default=list)
     checkpoints = models.JSONField(default=dict)
+    #: queued | probing | passed | failed; only ``passed`` versions may be used.
     probe_status = models.CharField(max_length=16, default="passed")
+    probe_log = models.TextField(blank=True)
+    probed_at = models.DateTimeField(null=True, blank=True)
+    #: The describe envelope (label ``dev.rlmesh.describe`` or what the probe read from the served peer).
+    describe = models.JSONField(default=dict, blank=True)
+    size = models.BigIntegerField(default=0, help_text="compressed size of the layers, bytes")
     pushed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

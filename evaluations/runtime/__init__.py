@@ -12,10 +12,25 @@ from django.utils.module_loading import import_string
 
 from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec
 
-__all__ = ["RuntimeBackend", "RuntimeBackendError", "ServedEndpoint", "ServerSpec", "get_backend"]
+__all__ = ["RuntimeBackend", "RuntimeBackendError", "ServedEndpoint", "ServerSpec", "backend_for", "get_backend"]
 
 
 @cache
 def get_backend() -> RuntimeBackend:
     """The configured runtime backend (a singleton per process)."""
     return import_string(settings.RLMESH_RUNTIME)()
+
+
+@cache
+def _docker_backend() -> RuntimeBackend:
+    from .docker import DockerRuntime
+
+    return DockerRuntime()
+
+
+def backend_for(source: str) -> RuntimeBackend:
+    """The runtime for a source (DESIGN §3): pushed images (``oci://``) run in containers; trusted
+    ``python://`` sources on the configured backend (``local`` by default)."""
+    if source.startswith("oci://"):
+        return _docker_backend()
+    return get_backend()

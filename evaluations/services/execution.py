@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from ..choices import EpisodeStatus, EvaluationStatus, LogLevel, ShardStatus, StopCondition
 from ..models import Episode, Evaluation, Shard, Workload
-from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, get_backend
+from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for
 from ..scoring import episode_success, histogram_add
 from .evaluations import claim_shard, finalize_evaluation, heartbeat, log, record_episode
 
@@ -96,7 +96,6 @@ class ShardRunner:
 
     def ensure_servers(self) -> None:
         """Start (or restart) whatever server is not running. Raises RuntimeBackendError on failure."""
-        backend = get_backend()
         timings = dict(self.shard.timings)
         if self.env is None or not self.env.alive():
             if self.env is not None:
@@ -104,7 +103,7 @@ class ShardRunner:
                 self.env.stop()
             self.env = None
             spec = ServerSpec("env", self.workload.env_version.source, dict(self.workload.env_kwargs))
-            self.env = backend.start(spec, name=self._name("env"))
+            self.env = backend_for(spec.source).start(spec, name=self._name("env"))
             timings.setdefault("envStartSeconds", []).append(round(self.env.ready_seconds, 3))
             log(self.evaluation, f"env server {self.workload.env_ref} ({self.workload.task_id}) ready in {self.env.ready_seconds:.2f} s at {self.env.address}", source="runtime", shard=self.shard)
         if not self.random_model and (self.model is None or not self.model.alive()):
@@ -115,7 +114,7 @@ class ShardRunner:
             spec = ServerSpec(
                 "model", self.workload.model_version.source, dict(self.workload.model_kwargs), dict(self.workload.env_vars)
             )
-            self.model = backend.start(spec, name=self._name("model"))
+            self.model = backend_for(spec.source).start(spec, name=self._name("model"))
             timings.setdefault("modelStartSeconds", []).append(round(self.model.ready_seconds, 3))
             log(self.evaluation, f"model server {self.workload.model_ref} ready in {self.model.ready_seconds:.2f} s at {self.model.address}", source="runtime", shard=self.shard)
         if timings != self.shard.timings:

@@ -1,0 +1,66 @@
+"""Endpoints the registry itself calls: the Docker token service and push notifications (not DRF: the
+registry speaks HTTP Basic and its own JSON)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from ..services.registry import authenticate_basic, issue_token, record_push
+
+logger = logging.getLogger(__name__)
+
+
+def _unauthorized(message: str) -> JsonResponse:
+    body = {"errors": [{"code": "UNAUTHORIZED", "message": message}], "error": {"code": "unauthenticated", "message": message, "details": []}}
+    return JsonResponse(body, status=401, headers={"WWW-Authenticate": 'Basic realm="rlmesh-registry"'})
+
+
+@require_GET
+def registry_token(request: HttpRequest) -> JsonResponse:
+    """``GET /v1/registry/token?service=…&scope=repository:ns/name:pull,push`` with HTTP Basic credentials."""
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    scheme, _, encoded = header.partition(" ")
+    if scheme.lower() != "basic":
+        return _unauthorized("registry credentials required (HTTP Basic)")
+    try:
+        username, _, password = base64.b64decode(encoded).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return _unauthorized("malformed Basic credentials")
+    grantee = authenticate_basic(username, password)
+    if grantee is None:
+        return _unauthorized("invalid username/password: use your user id and `rlmesh token`, or any name and an API key")
+    return JsonResponse(issue_token(grantee, request.GET.getlist("scope")))
+
+
+@csrf_exempt  # the registry posts here with its shared secret, no session
+@require_POST
+def registry_events(request: HttpRequest) -> JsonResponse:
+    """Push notifications from the registry: record new versions and queue their probes."""
+    expected = f"Bearer {settings.RLMESH_REGISTRY_NOTIFY_SECRET}"
+    if not hmac.compare_digest(request.META.get("HTTP_AUTHORIZATION", ""), expected):
+        return JsonResponse({"error": {"code": "unauthenticated", "message": "bad notification secret", "details": []}}, status=401)
+    try:
+        events = json.loads(request.body).get("events", [])
+    except (json.JSONDecodeError, AttributeError):
+        return JsonResponse({"error": {"code": "parse_error", "message": "expected {\"events\": [...]}", "details": []}}, status=400)
+    from ..tasks import probe_image
+
+    new = []
+    for event in events if isinstance(events, list) else []:
+        if isinstance(event, dict):
+            version = record_push(event)
+            if version is not None:
+                new.append(version.pk)
+    for pk in new:
+        transaction.on_commit(lambda pk=pk: probe_image.delay(pk))
+    return JsonResponse({"recorded": len(new)})

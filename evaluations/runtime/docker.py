@@ -1,0 +1,170 @@
+"""The ``docker`` runtime: pushed OCI images run as containers through the Docker Engine API (the ``docker``
+SDK; Podman's compatible service here, Docker elsewhere), with the untrusted-image isolation profile.
+
+Every container: pulled by digest with the worker's pull-only registry credential, ``RLMESH_ADDRESS`` set,
+the scenario's make kwargs in ``RLMESH_MAKE_KWARGS``, the request's ``envVars``, labels tying it to its
+evaluation, capabilities dropped, no new privileges, read-only root with a tmpfs ``/tmp``, memory/CPU/pid
+limits, a non-root user, and only the serving port published on 127.0.0.1. Removed on every exit path;
+:func:`reap_orphans` removes any whose shard is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+from django.conf import settings
+
+from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec
+
+SERVING_PORT = "50051/tcp"
+LABEL = "dev.rlmesh.platform"
+
+
+def client():
+    import docker
+
+    return docker.DockerClient(base_url=settings.RLMESH_DOCKER_HOST, timeout=120)
+
+
+def pull(image_ref: str) -> None:
+    """Pull ``host/ns/name@sha256:…`` with the worker's credential; RuntimeBackendError on any error event.
+
+    The SDK's ``images.pull`` does not raise on a denied pull, so the low-level stream is checked.
+    """
+    from .. services.registry import WORKER_ACCOUNT
+
+    repo, _, digest = image_ref.partition("@")
+    auth = {"username": WORKER_ACCOUNT, "password": settings.RLMESH_REGISTRY_WORKER_SECRET}
+    c = client()
+    try:
+        for event in c.api.pull(repo, tag=digest or "latest", stream=True, decode=True, auth_config=auth):
+            if "error" in event or "errorDetail" in event:
+                raise RuntimeBackendError(f"pulling {image_ref} failed: {event.get('error') or event.get('errorDetail')}")
+    finally:
+        c.close()
+
+
+def isolation_kwargs() -> dict:
+    return {
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "read_only": True,
+        "tmpfs": {"/tmp": "rw,size=64m,nosuid,nodev"},
+        "mem_limit": settings.RLMESH_CONTAINER_MEMORY,
+        "nano_cpus": int(settings.RLMESH_CONTAINER_CPUS * 1e9),
+        "pids_limit": settings.RLMESH_CONTAINER_PIDS,
+        "user": "10001",
+    }
+
+
+class Container(ServedEndpoint):
+    def __init__(self, container, address: str):
+        self.container = container
+        self.address = address
+        self.ready_seconds = 0.0
+
+    def alive(self) -> bool:
+        try:
+            self.container.reload()
+        except Exception:  # noqa: BLE001 - gone is not alive
+            return False
+        return self.container.status == "running"
+
+    def stop(self) -> None:
+        try:
+            self.container.stop(timeout=3)
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            self.container.remove(force=True)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return self.container.logs(tail=lines).decode(errors="replace")
+        except Exception:  # noqa: BLE001
+            return ""
+
+
+class DockerRuntime(RuntimeBackend):
+    """Start ``oci://host/ns/name@sha256:…`` sources as isolated containers (see module docstring)."""
+
+    def start(self, spec: ServerSpec, *, name: str, labels: dict | None = None) -> Container:
+        if not spec.source.startswith("oci://"):
+            raise RuntimeBackendError(f"the docker runtime cannot serve {spec.source!r}")
+        image = spec.source.removeprefix("oci://")
+        started = time.monotonic()
+        pull(image)
+        environment = {
+            **{k: str(v) for k, v in spec.env_vars.items()},
+            "RLMESH_ADDRESS": "0.0.0.0:50051",
+            "RLMESH_WORKFLOW_EDITION": settings.RLMESH_WORKFLOW_EDITION,
+        }
+        if spec.kwargs:
+            environment["RLMESH_MAKE_KWARGS"] = json.dumps(spec.kwargs)
+        c = client()
+        try:
+            container = c.containers.run(
+                image, detach=True, name=f"rlmesh-{name}-{int(time.time() * 1000) % 10**8}",
+                environment=environment, ports={SERVING_PORT: ("127.0.0.1", None)},
+                labels={LABEL: "1", f"{LABEL}.name": name, **(labels or {})}, **isolation_kwargs(),
+            )
+        except Exception as exc:  # noqa: BLE001 - the engine's error text is what the user needs
+            raise RuntimeBackendError(f"starting {image} failed: {exc}") from exc
+        server = Container(container, "")
+        try:
+            server.address = self._wait_ready(server, spec.kind, started)
+        except BaseException:
+            server.stop()
+            raise
+        server.ready_seconds = time.monotonic() - started
+        return server
+
+    def _wait_ready(self, server: Container, kind: str, started: float) -> str:
+        import rlmesh
+
+        deadline = started + settings.RLMESH_SERVER_READY_TIMEOUT
+        address = ""
+        while True:
+            server.container.reload()
+            if server.container.status in ("exited", "dead"):
+                code = server.container.attrs.get("State", {}).get("ExitCode")
+                raise RuntimeBackendError(f"{kind} container exited with code {code} before it was ready", log_tail=server.log_tail())
+            if not address:
+                bindings = (server.container.ports or {}).get(SERVING_PORT) or []
+                if bindings:
+                    address = f"127.0.0.1:{bindings[0]['HostPort']}"
+            if address:
+                try:
+                    if kind == "env":
+                        rlmesh.RemoteEnv(address, connect_timeout_seconds=1.0).close()
+                    else:
+                        host, port = address.rsplit(":", 1)
+                        socket.create_connection((host, int(port)), timeout=1.0).close()
+                    return address
+                except (ConnectionError, OSError, TimeoutError):
+                    pass
+            if time.monotonic() > deadline:
+                raise RuntimeBackendError(
+                    f"{kind} container not ready after {settings.RLMESH_SERVER_READY_TIMEOUT:g} s",
+                    permanent=False, log_tail=server.log_tail(),
+                )
+            time.sleep(0.2)
+
+
+def reap_orphans(live_names: set[str]) -> list[str]:
+    """Remove platform containers whose ``name`` label is not in ``live_names``; return the removed names."""
+    removed = []
+    c = client()
+    try:
+        for container in c.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+            name = container.labels.get(f"{LABEL}.name", "")
+            if name not in live_names:
+                container.remove(force=True)
+                removed.append(name)
+    finally:
+        c.close()
+    return removed

@@ -1,0 +1,165 @@
+"""Probe a pushed image version before anyone may use it.
+
+Pull it, read its config and ``dev.rlmesh.describe`` label, apply the admission rules of
+spec/PLATFORM_API.md §7 that can be checked on the config, start it with the isolation profile, check it
+serves the kind it claims (an env answers the rlmesh env handshake; a model does not), smoke-test an env
+(reset + one step), record its scenario catalog, and end ``passed`` or ``failed`` with a log a user can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from ..models import ImageRepository, ImageVersion
+from ..runtime import RuntimeBackendError, ServerSpec
+
+__all__ = ["ProbeFailed", "probe_version"]
+
+logger = logging.getLogger(__name__)
+
+
+class ProbeFailed(Exception):
+    """The image may not be used; ``str()`` is the reason shown to the user."""
+
+
+def _describe_label(labels: dict, log: list[str]) -> dict:
+    raw = labels.get("dev.rlmesh.describe")
+    if raw is None:
+        log.append("skip  no dev.rlmesh.describe label: kind and catalog come from the served peer")
+        return {}
+    try:
+        envelope = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ProbeFailed(f"label dev.rlmesh.describe is not JSON ({exc.msg})") from None
+    if not isinstance(envelope, dict):
+        raise ProbeFailed("label dev.rlmesh.describe is not a JSON object")
+    if envelope.get("schema_version") != 1:
+        raise ProbeFailed(f"label dev.rlmesh.describe has schema_version {envelope.get('schema_version')!r}, expected 1")
+    if envelope.get("kind") not in ("env", "model"):
+        raise ProbeFailed(f"label dev.rlmesh.describe has kind {envelope.get('kind')!r}, expected env or model")
+    runtime_os = (envelope.get("runtime") or {}).get("os")
+    if runtime_os not in (None, "linux"):
+        raise ProbeFailed(f"label dev.rlmesh.describe was generated on {runtime_os}; bake it inside the image")
+    if envelope["kind"] == "env" and "env_tags" not in envelope:
+        raise ProbeFailed("env label dev.rlmesh.describe has no env_tags")
+    if envelope["kind"] == "env" and isinstance(envelope.get("env_spec"), dict) and "error" in envelope["env_spec"]:
+        raise ProbeFailed(f"env_spec of the label reports an error: {envelope['env_spec']['error']}")
+    log.append(f"ok    dev.rlmesh.describe label: kind {envelope['kind']}, target {(envelope.get('target') or {}).get('entrypoint')}")
+    return envelope
+
+
+def _claimed_kind(config: dict, envelope: dict) -> str | None:
+    if envelope.get("kind"):
+        return envelope["kind"]
+    command = " ".join((config.get("Entrypoint") or []) + (config.get("Cmd") or []))
+    if "rlmesh.serve" in command:
+        return "env" if "--env" in command else "model"
+    return None
+
+
+def _serves_env(address: str) -> bool:
+    import rlmesh
+
+    try:
+        rlmesh.RemoteEnv(address, connect_timeout_seconds=3.0).close()
+        return True
+    except ConnectionError:
+        return False
+
+
+def _smoke_env(address: str, log: list[str]) -> None:
+    import rlmesh
+
+    env = rlmesh.numpy.RemoteEnv(address, connect_timeout_seconds=5, request_timeout_seconds=30)
+    try:
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        env.step(env.action_space.sample())
+        log.append(f"ok    smoke test: reset + one step (observation {env.observation_space}, action {env.action_space})")
+    except Exception as exc:  # noqa: BLE001 - the env's own error is the reason
+        raise ProbeFailed(f"smoke test failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        env.close()
+
+
+def probe_version(version_id: int) -> str | None:
+    """Probe one version (queued, failed or passed: a re-probe); return the final status, or None if another
+    probe holds it."""
+    from ..runtime.docker import Container, DockerRuntime, client, pull
+
+    with transaction.atomic():
+        claimed = ImageVersion.objects.filter(pk=version_id).exclude(probe_status="probing").update(probe_status="probing")
+    if not claimed:
+        return None
+    version = ImageVersion.objects.select_related("repository").get(pk=version_id)
+    repo = version.repository
+    log: list[str] = [f"probing {repo.path}@{version.digest}"]
+    server: Container | None = None
+    status, kind, scenarios, envelope, labels = "failed", None, [], {}, {}
+    try:
+        image = version.source.removeprefix("oci://")
+        try:
+            pull(image)
+        except RuntimeBackendError as exc:
+            raise ProbeFailed(str(exc)) from None
+        c = client()
+        try:
+            attrs = c.images.get(image).attrs
+        finally:
+            c.close()
+        config = attrs.get("Config") or {}
+        os_, arch = attrs.get("Os"), attrs.get("Architecture")
+        if os_ and arch and (os_, arch) != ("linux", "amd64"):
+            raise ProbeFailed(f"image is {os_}/{arch}; build with --platform linux/amd64")
+        log.append(f"ok    platform {os_}/{arch}")
+        labels = config.get("Labels") or {}
+        envelope = _describe_label(labels, log)
+        kind = _claimed_kind(config, envelope)
+        if repo.kind and kind and kind != repo.kind:
+            raise ProbeFailed(f"{repo.path} holds {repo.kind} images; this one is labelled {kind}")
+        kind = kind or repo.kind or None
+        catalog = ((envelope.get("variants") or {}).get("catalog")) or []
+        scenarios = [
+            {"id": v["id"], "name": (v.get("metadata") or {}).get("name", v["id"]), "params": v.get("params", {})}
+            for v in catalog if isinstance(v, dict) and v.get("id")
+        ]
+        spec = ServerSpec(kind or "env", version.source, dict(scenarios[0]["params"]) if scenarios and kind == "env" else {})
+        try:
+            server = DockerRuntime().start(spec, name=f"probe-{version.pk}", labels={"dev.rlmesh.platform.probe": str(version.pk)})
+        except RuntimeBackendError as exc:
+            raise ProbeFailed(f"{exc}" + (f"; last output:\n{exc.log_tail}" if exc.log_tail else "")) from None
+        log.append(f"ok    started with the isolation profile; listening after {server.ready_seconds:.2f} s")
+        serves_env = _serves_env(server.address)
+        served = "env" if serves_env else "model"
+        if kind and served != kind:
+            raise ProbeFailed(f"the image serves a{'n' if served == 'env' else ''} {served} where a{'n' if kind == 'env' else ''} {kind} is expected")
+        kind = served
+        log.append(f"ok    serves an rlmesh {kind}")
+        if kind == "env":
+            _smoke_env(server.address, log)
+        elif not envelope.get("model_spec"):
+            log.append("warn  the model declares no model_spec: predict is smoke-tested when it first runs against an env")
+        if scenarios:
+            log.append(f"ok    scenario catalog: {len(scenarios)} scenarios ({', '.join(s['id'] for s in scenarios[:5])}{'…' if len(scenarios) > 5 else ''})")
+        status = "passed"
+    except ProbeFailed as exc:
+        log.append(f"FAIL  {exc}")
+    except Exception as exc:  # noqa: BLE001 - a probe must always end with a readable status
+        logger.exception("probe of version %s crashed", version_id)
+        log.append(f"FAIL  probe error: {type(exc).__name__}: {exc}")
+    finally:
+        if server is not None:
+            server.stop()
+    log.append(f"result: {status}")
+    with transaction.atomic():
+        ImageVersion.objects.filter(pk=version.pk).update(
+            probe_status=status, probe_log="\n".join(log), probed_at=timezone.now(), describe=envelope,
+            scenarios=scenarios, labels=labels,
+        )
+        if status == "passed" and not repo.kind:
+            ImageRepository.objects.filter(pk=repo.pk, kind="").update(kind=kind)
+    return status

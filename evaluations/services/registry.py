@@ -1,0 +1,219 @@
+"""The platform as the token service of its OCI registry (CNCF Distribution "token" auth), and push events.
+
+Credentials the token endpoint accepts (HTTP Basic): (user id ``user_N``, a platform access token) as the
+rlmesh credential helper sends them, (any name, an API key), and the workers' own pull secret. Tokens are
+RS256 JWTs whose ``kid`` is the libtrust id of the key in ``rootcertbundle`` (spec/CONTAINERS.md §4).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import jwt
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ..choices import WRITE_ROLES
+from ..models import ApiKey, ImageRepository, ImageVersion, Membership, Organization
+from ..models.images import PREBUILT_NAMESPACE
+from .identity import InvalidToken, decode_access_token
+
+__all__ = ["Grantee", "authenticate_basic", "ensure_keys", "granted_actions", "issue_token", "record_push", "registry_config"]
+
+SERVICE = "rlmesh-registry"
+ISSUER = "rlmesh-platform"
+WORKER_ACCOUNT = "rlmesh-worker"
+
+
+# ------------------------------------------------------------------- keys
+def _key_paths() -> tuple[Path, Path]:
+    auth = Path(settings.RLMESH_REGISTRY_DIR) / "auth"
+    return auth / "token.key", auth / "token.crt"
+
+
+def ensure_keys() -> tuple[Path, Path]:
+    """Create the RSA signing key and its self-signed certificate once; return their paths."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key_path, cert_path = _key_paths()
+    if key_path.exists() and cert_path.exists():
+        return key_path, cert_path
+    key_path.parent.mkdir(parents=True, exist_ok=True)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "rlmesh-registry-token-issuer")])
+    now = timezone.now()
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - timezone.timedelta(days=1))
+        .not_valid_after(now + timezone.timedelta(days=3650)).sign(key, hashes.SHA256())
+    )
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    key_path.chmod(0o600)
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return key_path, cert_path
+
+
+def _libtrust_kid(cert_pem: bytes) -> str:
+    """libtrust key id: base32 of the first 30 bytes of sha256(DER SubjectPublicKeyInfo), 12 groups of 4."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    spki = x509.load_pem_x509_certificate(cert_pem).public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    b32 = base64.b32encode(hashlib.sha256(spki).digest()[:30]).decode().rstrip("=")
+    return ":".join(b32[i : i + 4] for i in range(0, 48, 4))
+
+
+def registry_config() -> str:
+    """The Distribution registry's config.yml: token auth through this platform, push events to it."""
+    _, cert = ensure_keys()
+    root = Path(settings.RLMESH_REGISTRY_DIR)
+    return f"""version: 0.1
+log: {{level: info, fields: {{service: registry}}}}
+storage:
+  filesystem: {{rootdirectory: {root / 'data'}}}
+  delete: {{enabled: true}}
+  cache: {{blobdescriptor: inmemory}}
+http:
+  addr: {settings.RLMESH_REGISTRY_HOST}
+  secret: {hashlib.sha256(settings.SECRET_KEY.encode()).hexdigest()[:32]}
+auth:
+  token:
+    realm: {settings.PUBLIC_URL}/v1/registry/token
+    service: {SERVICE}
+    issuer: {ISSUER}
+    rootcertbundle: {cert}
+notifications:
+  events: {{includereferences: true}}
+  endpoints:
+    - name: rlmesh-platform
+      url: {settings.PUBLIC_URL}/v1/registry/events
+      headers: {{Authorization: [Bearer {settings.RLMESH_REGISTRY_NOTIFY_SECRET}]}}
+      timeout: 5s
+      threshold: 5
+      backoff: 2s
+      ignoredmediatypes: [application/octet-stream]
+"""
+
+
+# ------------------------------------------------------------------- auth
+@dataclass(frozen=True)
+class Grantee:
+    """Who asks: ``name`` for the token's ``sub``; ``pull``/``push`` are the namespaces each action is allowed in."""
+
+    name: str
+    pull: frozenset[str]
+    push: frozenset[str]
+    pull_everything: bool = False
+
+
+def authenticate_basic(username: str, password: str) -> Grantee | None:
+    """Check registry credentials; None if they are not valid.
+
+    A session token grants its user's organizations (push where the role may write); an API key grants
+    its organization; the worker secret pulls everything. Everyone pulls ``prebuilt/``.
+    """
+    if username == WORKER_ACCOUNT:
+        if hmac.compare_digest(password, settings.RLMESH_REGISTRY_WORKER_SECRET):
+            return Grantee(WORKER_ACCOUNT, frozenset(), frozenset(), pull_everything=True)
+        return None
+    if password.startswith("rlm_"):
+        key = ApiKey.objects.for_key(password)
+        if key is None or not key.is_usable:
+            return None
+        ns = key.organization.slug
+        return Grantee(f"apikey:{key.prefix}", frozenset({ns, PREBUILT_NAMESPACE}), frozenset({ns}) if key.role in WRITE_ROLES else frozenset())
+    try:
+        auth = decode_access_token(password)
+    except InvalidToken:
+        return None
+    user = auth.session.user
+    if username and username != f"user_{user.pk}":
+        return None
+    memberships = list(Membership.objects.filter(user=user).select_related("organization"))
+    pull = frozenset({m.organization.slug for m in memberships} | {PREBUILT_NAMESPACE})
+    push = frozenset(m.organization.slug for m in memberships if m.role in WRITE_ROLES)
+    return Grantee(f"user_{user.pk}", pull, push)
+
+
+def granted_actions(grantee: Grantee, scope: str) -> dict | None:
+    """The ``access`` entry for one requested scope (``repository:ns/name:pull,push``), keeping only what is allowed."""
+    parts = scope.split(":")
+    if len(parts) < 3 or parts[0] != "repository":
+        return None
+    name, requested = ":".join(parts[1:-1]), set(parts[-1].split(","))
+    namespace = name.split("/", 1)[0]
+    allowed = set()
+    if "pull" in requested and (grantee.pull_everything or namespace in grantee.pull):
+        allowed.add("pull")
+    if "push" in requested and namespace in grantee.push:
+        allowed.add("push")
+    return {"type": "repository", "name": name, "actions": sorted(allowed)}
+
+
+def issue_token(grantee: Grantee, scopes: list[str], ttl: int = 300) -> dict:
+    """A registry bearer token for the allowed part of ``scopes`` (an empty ``access`` list is a valid answer)."""
+    key_path, cert_path = ensure_keys()
+    now = int(time.time())
+    access = [a for a in (granted_actions(grantee, s) for s in scopes) if a is not None]
+    claims = {"iss": ISSUER, "sub": grantee.name, "aud": SERVICE, "exp": now + ttl, "nbf": now - 5, "iat": now,
+              "jti": secrets.token_hex(8), "access": access}
+    token = jwt.encode(claims, key_path.read_bytes(), algorithm="RS256", headers={"kid": _libtrust_kid(cert_path.read_bytes())})
+    issued = timezone.now().isoformat()
+    return {"token": token, "access_token": token, "expires_in": ttl, "issued_at": issued}
+
+
+# ----------------------------------------------------------------- events
+MANIFEST_TYPES = {
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+}
+
+
+def record_push(event: dict) -> ImageVersion | None:
+    """Record a registry push event: the repository (in an organization's namespace), the version by digest with
+    its tag; a ``:latest`` push makes it the repository's current version. Returns the version when it is new
+    (its probe must be queued), else None."""
+    target = event.get("target", {})
+    if event.get("action") != "push" or target.get("mediaType") not in MANIFEST_TYPES:
+        return None
+    repository, digest, tag = target.get("repository", ""), target.get("digest", ""), target.get("tag") or ""
+    if "/" not in repository or not digest.startswith("sha256:"):
+        return None
+    namespace, name = repository.split("/", 1)
+    if namespace == PREBUILT_NAMESPACE or not Organization.objects.filter(slug=namespace).exists():
+        return None
+    size = sum(int(r.get("size", 0)) for r in target.get("references", []))
+    with transaction.atomic():
+        repo, _ = ImageRepository.objects.get_or_create(namespace=namespace, name=name, defaults={"kind": ""})
+        version, created = ImageVersion.objects.get_or_create(
+            repository=repo, digest=digest,
+            defaults={"source": f"oci://{settings.RLMESH_REGISTRY_HOST}/{repository}@{digest}", "probe_status": "queued", "size": size},
+        )
+        if tag:
+            # A tag names one version at a time: move it here.
+            for other in repo.versions.exclude(pk=version.pk):
+                if tag in other.tags:
+                    other.tags = [t for t in other.tags if t != tag]
+                    other.save(update_fields=["tags"])
+            if tag not in version.tags:
+                version.tags = [*version.tags, tag]
+                version.save(update_fields=["tags"])
+            if tag == "latest" and repo.current_version_id != version.pk:
+                repo.current_version = version
+                repo.save(update_fields=["current_version"])
+    return version if created else None
+
