@@ -132,7 +132,13 @@ class DockerRuntime(RuntimeBackend):
             server.container.reload()
             if server.container.status in ("exited", "dead"):
                 code = server.container.attrs.get("State", {}).get("ExitCode")
-                raise RuntimeBackendError(f"{kind} container exited with code {code} before it was ready", log_tail=server.log_tail())
+                tail = ""
+                for _ in range(10):  # the engine may still be writing the last output
+                    tail = server.log_tail()
+                    if tail:
+                        break
+                    time.sleep(0.2)
+                raise RuntimeBackendError(f"{kind} container exited with code {code} before it was ready", log_tail=tail)
             if not address:
                 bindings = (server.container.ports or {}).get(SERVING_PORT) or []
                 if bindings:

@@ -109,7 +109,7 @@ def resolve_reference(ref: str, *, kind: str, organization: Organization) -> Res
     )
     if repo is None:
         raise ReferenceError_(f'unknown {noun} "{ref}"')
-    if repo.kind != kind:
+    if repo.kind and repo.kind != kind:  # blank until a first probe passes: then the probe status says why
         raise ReferenceError_(f'"{repo.path}" is a{"n" if repo.kind == "env" else ""} {repo.kind}, not a{"n" if kind == "env" else ""} {kind}')
     if parsed.digest:
         version = repo.versions.filter(digest=parsed.digest).first()

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Stop what start-services.sh started (by pid files) and remove any platform containers left behind.
+set -u
+cd "$(dirname "$0")/.."
+VAR=${RLMESH_VAR_DIR:-var}
+podman ps -aq --filter label=dev.rlmesh.platform=1 | xargs -r podman rm -f >/dev/null 2>&1
+for name in registry podman; do
+  f="$VAR/$name.pid"; [ -f "$f" ] || continue
+  pid=$(cat "$f"); kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null; rm -f "$f"
+done

@@ -1,0 +1,154 @@
+"""Images end to end: build on the offline base, push with podman using platform credentials, probes, and
+evaluations that run the pushed images in isolated containers through the Docker Engine API (Podman)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+from tests.support.live import ROOT, LivePlatform, wait_for
+
+pytestmark = [pytest.mark.live, pytest.mark.containers]
+REGISTRY = "127.0.0.1:5000"
+
+
+def sh(*args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+    r = subprocess.run(list(args), capture_output=True, text=True, cwd=ROOT, **kw)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory):
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", 5000)) != 0, "port 5000 is taken; the test registry needs it"
+    sh("bash", "containers/base/build-base.sh", timeout=900)
+    sh("bash", "containers/build-images.sh", timeout=600)
+    var = tmp_path_factory.mktemp("containers")
+    p = LivePlatform(var, RLMESH_REGISTRY_HOST=REGISTRY, DOCKER_HOST=f"unix://{var}/podman.sock", RLMESH_SHARD_HEARTBEAT_TIMEOUT="300")
+    p.manage("migrate", "-v0")
+    p.api_key = json.loads(p.manage("seed_demo"))["apiKey"]
+    p.other_key = json.loads(p.manage("seed_demo", "--org", "other", "--username", "olga"))["apiKey"]
+    p.start_web()
+    env = {**os.environ, **p.env}
+    sh("bash", "containers/start-services.sh", env=env, timeout=120)
+    p.start_worker()
+    try:
+        yield p
+    finally:
+        p.stop()
+        sh("bash", "containers/stop-services.sh", env=env, check=False)
+
+
+def push(platform, local: str, remote: str, key: str) -> subprocess.CompletedProcess:
+    sh("podman", "login", "--tls-verify=false", "-u", "anyone", "-p", key, REGISTRY)
+    sh("podman", "tag", local, f"{REGISTRY}/{remote}")
+    return sh("podman", "push", "--tls-verify=false", f"{REGISTRY}/{remote}", check=False, timeout=300)
+
+
+def image(platform, ref: str) -> dict | None:
+    try:
+        return platform.api(f"/v1/images/{ref}")
+    except Exception:  # noqa: BLE001 - 404 until the push event arrives
+        return None
+
+
+def wait_probe(platform, ref: str) -> dict:
+    def done():
+        img = image(platform, ref)
+        return img if img and img["versions"] and img["versions"][0]["probeStatus"] in ("passed", "failed") else None
+
+    return wait_for(done, timeout=240, interval=1)
+
+
+def submit(platform, body: dict) -> subprocess.CompletedProcess:
+    return platform.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
+
+
+def test_push_probe_run_pin_and_deny(platform):
+    info = platform.api("/v1/registry/info")
+    assert info == {"host": REGISTRY, "namespaces": ["demo"]}
+
+    assert push(platform, "localhost/rlmesh-classic-control:latest", "demo/cartpole-env:latest", platform.api_key).returncode == 0
+    assert push(platform, "localhost/rlmesh-classic-control-heuristics:latest", "demo/heuristics:latest", platform.api_key).returncode == 0
+    env = wait_probe(platform, "demo/cartpole-env")
+    model = wait_probe(platform, "demo/heuristics")
+    assert env["kind"] == "env" and env["versions"][0]["probeStatus"] == "passed", env["versions"][0]["probeLog"]
+    assert model["kind"] == "model" and model["versions"][0]["probeStatus"] == "passed", model["versions"][0]["probeLog"]
+    assert "smoke test: reset + one step" in env["versions"][0]["probeLog"]
+    assert {s["id"] for s in env["scenarios"]} >= {"classic/CartPole-v1", "classic/MountainCar-v0"}
+    first_digest = env["currentVersion"]
+
+    body = {"model": "demo/heuristics", "tasks": [{"env": "demo/cartpole-env", "taskId": "classic/CartPole-v1", "episodes": 3},
+                                                  {"env": "demo/cartpole-env", "taskId": "classic/MountainCar-v0", "episodes": 2}]}
+    r = submit(platform, body)
+    eval_id = json.loads(r.stdout)["id"]
+    final = wait_for(lambda: (e := platform.api(f"/v1/evaluations/{eval_id}"))["status"] in ("completed", "failed") and e, timeout=300)
+    assert final["status"] == "completed", final
+    assert final["config"]["tasks"][0]["digest"] == first_digest
+    episodes = platform.api(f"/v1/evaluations/{eval_id}/episodes")["items"]
+    cartpole = [e for e in episodes if e["taskId"] == "classic/CartPole-v1"]
+    mountaincar = [e for e in episodes if e["taskId"] == "classic/MountainCar-v0"]
+    assert [e["steps"] for e in cartpole] == [500, 500, 500]
+    assert all(e["terminated"] and e["steps"] < 200 for e in mountaincar)  # the heuristic reaches the flag
+
+    # a new :latest push moves the current version; a pinned digest keeps running the old one
+    sh("podman", "build", "-q", "-t", "localhost/rlmesh-classic-control:v2", "--label", "variant=v2",
+       "-f", "/dev/stdin", str(ROOT / "var/containers/ctx-classic-control"), input="FROM localhost/rlmesh-classic-control:latest\nLABEL variant=v2\n")
+    assert push(platform, "localhost/rlmesh-classic-control:v2", "demo/cartpole-env:latest", platform.api_key).returncode == 0
+    moved = wait_for(lambda: (i := image(platform, "demo/cartpole-env")) and i["currentVersion"] != first_digest and i, timeout=120)
+    pinned = {"model": "demo/heuristics", "tasks": [{"env": f"demo/cartpole-env@{first_digest}", "taskId": "classic/CartPole-v1", "episodes": 1}]}
+    preview = platform.cli("eval", "submit", "-", "--preview", "--json", stdin=json.dumps(pinned))
+    assert json.loads(preview.stdout)["config"]["tasks"][0]["digest"] == first_digest != moved["currentVersion"]
+
+    # another organization's namespace: push denied, pull denied, invisible through the API
+    denied = push(platform, "localhost/rlmesh-classic-control:latest", "other/stolen:latest", platform.api_key)
+    assert denied.returncode != 0 and ("denied" in denied.stderr.lower() or "unauthorized" in denied.stderr.lower())
+    sh("podman", "logout", REGISTRY, check=False)
+    sh("podman", "login", "--tls-verify=false", "-u", "olga", "-p", platform.other_key, REGISTRY)
+    pull = sh("podman", "pull", "--tls-verify=false", f"{REGISTRY}/demo/heuristics:latest", check=False, timeout=120)
+    assert pull.returncode != 0
+    r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", f"Authorization: Bearer {platform.other_key}",
+                        f"{platform.url}/v1/images/demo/heuristics"], capture_output=True, text=True)
+    assert r.stdout == "404"
+
+
+def test_broken_image_fails_its_probe_and_is_refused(platform):
+    assert push(platform, "localhost/rlmesh-broken-crash:latest", "demo/broken:latest", platform.api_key).returncode == 0
+    broken = wait_probe(platform, "demo/broken")
+    version = broken["versions"][0]
+    assert version["probeStatus"] == "failed"
+    assert "exited with code 3" in version["probeLog"] and "configuration error: missing weights" in version["probeLog"]
+    r = platform.cli("eval", "submit", "-", stdin=json.dumps({"model": "prebuilt/random", "tasks": [{"env": "demo/broken", "taskId": "x", "episodes": 1}]}))
+    assert r.returncode == 1 and "tasks[0].env" in r.stderr and "probe is failed" in r.stderr
+
+    # an env image pushed where a model is expected fails too
+    assert push(platform, "localhost/rlmesh-classic-control:latest", "demo/not-a-model:latest", platform.api_key).returncode == 0
+    wait_probe(platform, "demo/not-a-model")  # probed as an env (its label says env)
+    r = platform.cli("eval", "submit", "-", stdin=json.dumps({"model": "demo/not-a-model", "tasks": [{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 1}]}))
+    assert r.returncode == 1 and "is an env, not a model" in r.stderr
+
+
+def test_killing_a_container_mid_episode_records_an_error_and_continues(platform):
+    body = {"model": "demo/heuristics", "tasks": [{"env": "demo/cartpole-env", "taskId": "classic/CartPole-v1", "episodes": 20}]}
+    eval_id = json.loads(submit(platform, body).stdout)["id"]
+    wait_for(lambda: platform.api(f"/v1/evaluations/{eval_id}")["progress"]["completedEpisodes"] >= 2, timeout=180, interval=0.3)
+    names = sh("podman", "ps", "--filter", "label=dev.rlmesh.platform=1", "--format", "{{.Names}}").stdout.split()
+    env_containers = [n for n in names if eval_id in n and n.split("-")[-2] == "env" or (eval_id in n and "-env-" in n)]
+    assert env_containers, names
+    sh("podman", "kill", env_containers[0])
+    final = wait_for(lambda: (e := platform.api(f"/v1/evaluations/{eval_id}"))["status"] in ("completed", "failed") and e, timeout=300)
+    episodes = platform.api(f"/v1/evaluations/{eval_id}/episodes?limit=100")["items"]
+    assert sorted(e["index"] for e in episodes) == list(range(20))
+    errors = [e for e in episodes if e["status"] == "error"]
+    assert len(errors) == 1 and "server crashed" in errors[0]["error"]
+    assert final["status"] == "completed" and final["progress"]["erroredEpisodes"] == 1
+    time.sleep(1)
+    left = sh("podman", "ps", "-a", "--filter", "label=dev.rlmesh.platform=1", "--format", "{{.Names}}").stdout.split()
+    assert not [n for n in left if eval_id in n], left
