@@ -20,9 +20,10 @@ def run_shard(shard_id: int) -> None:
 @shared_task(name="evaluations.reap_shards", ignore_result=True)
 def reap_shards() -> None:
     """Re-queue shards whose worker died (see services.evaluations.reap_shards)."""
-    from .services.evaluations import reap_shards as _reap
+    from .services.evaluations import reap_containers, reap_shards as _reap
 
     _reap()
+    reap_containers()
 
 
 @shared_task(name="evaluations.probe_image", ignore_result=True, acks_late=True)

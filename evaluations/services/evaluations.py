@@ -285,3 +285,30 @@ def heartbeat(shard: Shard) -> None:
 
 def active_filter() -> Q:
     return Q(status__in=[EvaluationStatus.QUEUED, EvaluationStatus.RUNNING, EvaluationStatus.CANCELLING])
+
+
+def reap_containers() -> list[str]:
+    """Remove platform containers whose shard or probe is no longer running; [] when no Docker API is configured.
+
+    Shard containers are named after their shard (``<eval>-w<i>-s<j>-env|model``), probe containers
+    ``probe-<version id>``; anything else with the platform label is an orphan of a dead worker.
+    """
+    from pathlib import Path
+
+    from ..models import ImageVersion
+
+    host = settings.RLMESH_DOCKER_HOST
+    if host.startswith("unix://") and not Path(host.removeprefix("unix://")).exists():
+        return []
+    from ..runtime.docker import reap_orphans
+
+    live = set()
+    for shard in Shard.objects.filter(status=ShardStatus.RUNNING).select_related("evaluation", "workload"):
+        base = f"{shard.evaluation.public_id}-w{shard.workload.index}-s{shard.index}"
+        live |= {f"{base}-env", f"{base}-model"}
+    live |= {f"probe-{pk}" for pk in ImageVersion.objects.filter(probe_status="probing").values_list("pk", flat=True)}
+    try:
+        return reap_orphans(live)
+    except Exception:  # noqa: BLE001 - an unreachable engine must not break the periodic reaper
+        logger.warning("container reaper could not reach the Docker API at %s", host)
+        return []

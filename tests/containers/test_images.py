@@ -152,3 +152,17 @@ def test_killing_a_container_mid_episode_records_an_error_and_continues(platform
     time.sleep(1)
     left = sh("podman", "ps", "-a", "--filter", "label=dev.rlmesh.platform=1", "--format", "{{.Names}}").stdout.split()
     assert not [n for n in left if eval_id in n], left
+
+
+def test_the_reaper_removes_orphaned_containers(platform):
+    import docker
+
+    client = docker.DockerClient(base_url=platform.env["DOCKER_HOST"])
+    orphan = client.containers.run("localhost/rlmesh-classic-control:latest", detach=True,
+                                   labels={"dev.rlmesh.platform": "1", "dev.rlmesh.platform.name": "eval_gone-w0-s0-env"})
+    env = {**os.environ, **platform.env}
+    code = "from evaluations.services.evaluations import reap_containers; print(reap_containers())"
+    out = subprocess.run([str(ROOT / ".venv/bin/python"), "-c", f"import django; django.setup(); {code}"],
+                         capture_output=True, text=True, env=env, cwd=ROOT)
+    assert "eval_gone-w0-s0-env" in out.stdout, out.stderr
+    assert orphan.id not in [c.id for c in client.containers.list(all=True)]
