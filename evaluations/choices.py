@@ -23,6 +23,11 @@ def may_cancel(*, role: str, user, evaluation) -> bool:
     return role == Role.MEMBER and user is not None and evaluation.creator_id == user.pk
 
 
+def cancel_refusal(role: str) -> str:
+    """Why ``may_cancel`` said no, in words for the user."""
+    return "viewers cannot cancel evaluations" if role == Role.VIEWER else "members may cancel only their own evaluations"
+
+
 class ImageKind(models.TextChoices):
     ENV = "env"
     MODEL = "model"

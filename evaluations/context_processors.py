@@ -14,4 +14,7 @@ def organization(request) -> dict:
         return {"memberships": []}
     chosen = request.session.get("organization_id")
     active = next((m for m in memberships if m.organization_id == chosen), memberships[0])
-    return {"memberships": memberships, "active_membership": active, "organization": active.organization}
+    from .choices import WRITE_ROLES
+
+    return {"memberships": memberships, "active_membership": active, "organization": active.organization,
+            "can_launch": active.role in WRITE_ROLES}

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
+from functools import wraps
 from django_ratelimit.decorators import ratelimit
 
 from .models import Membership
@@ -25,6 +25,28 @@ def rate_limited(request: HttpRequest, exception=None) -> HttpResponse:
     return HttpResponse("Too many attempts; wait a minute and try again.", status=429, headers={"Retry-After": "60"})
 
 
+def oauth_endpoint(view):
+    """POST-only, form-encoded: anything else gets an RFC 6749 JSON error instead of Django's HTML."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs):
+        if request.method != "POST":
+            return JsonResponse({"error": "invalid_request", "error_description": "use POST"}, status=405, headers={"Allow": "POST"})
+        if request.content_type not in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            return _oauth_error(identity.OAuthError("invalid_request", "send an application/x-www-form-urlencoded body"))
+        if int(request.META.get("CONTENT_LENGTH") or 0) > 16_384:
+            return _oauth_error(identity.OAuthError("invalid_request", "request body too large"))
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _require(request: HttpRequest, *fields: str) -> None:
+    missing = [f for f in fields if not request.POST.get(f)]
+    if missing:
+        raise identity.OAuthError("invalid_request", f"missing {', '.join(missing)}")
+
+
 def _oauth_error(exc: identity.OAuthError) -> JsonResponse:
     return JsonResponse({"error": exc.error, "error_description": exc.description}, status=exc.status)
 
@@ -34,12 +56,13 @@ def _client_ip(request: HttpRequest) -> str:
 
 
 @csrf_exempt  # a public OAuth client posts here with no session or cookie
-@require_POST
+@oauth_endpoint
 @ratelimit(key="ip", rate=lambda g, r: settings.RATELIMIT_OAUTH, block=True)
 @never_cache
 def device_authorization(request: HttpRequest) -> JsonResponse:
     """RFC 8628 §3.1–3.2: ``client_id`` in, device and user codes out."""
     try:
+        _require(request, "client_id")
         device_code, record = identity.start_device_authorization(
             client_id=request.POST.get("client_id", ""), requester_ip=_client_ip(request)
         )
@@ -59,7 +82,7 @@ def device_authorization(request: HttpRequest) -> JsonResponse:
 
 
 @csrf_exempt
-@require_POST
+@oauth_endpoint
 @ratelimit(key="ip", rate=lambda g, r: settings.RATELIMIT_OAUTH, block=True)
 @never_cache
 def token(request: HttpRequest) -> JsonResponse:
@@ -67,9 +90,12 @@ def token(request: HttpRequest) -> JsonResponse:
     grant = request.POST.get("grant_type", "")
     client_id = request.POST.get("client_id", "")
     try:
+        _require(request, "grant_type", "client_id")
         if grant == identity.DEVICE_GRANT:
+            _require(request, "device_code")
             tokens = identity.redeem_device_code(device_code=request.POST.get("device_code", ""), client_id=client_id)
         elif grant == "refresh_token":
+            _require(request, "refresh_token")
             tokens = identity.refresh_session(
                 refresh_token=request.POST.get("refresh_token", ""),
                 client_id=client_id,

@@ -25,7 +25,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import JsonLexer
 
 from . import charts, scoring
-from .choices import ACTIVE_STATUSES, ADMIN_ROLES, WRITE_ROLES, EpisodeStatus, EvaluationStatus, Role, may_cancel
+from .choices import ACTIVE_STATUSES, ADMIN_ROLES, WRITE_ROLES, EpisodeStatus, EvaluationStatus, Role, cancel_refusal, may_cancel
 from .filtersets import EvaluationFilterSet
 from .forms import EPISODE_SORTS, ApiKeyForm, LaunchForm, catalog_choices
 from .htmx import is_partial, render_page_or_partial
@@ -51,9 +51,13 @@ def active_membership(request: HttpRequest) -> Membership:
     """The membership of the organization chosen in the header (session), else the first one; 404 if none."""
     memberships = memberships_of(request)
     if not memberships:
-        raise Http404("you are not a member of any organization")
+        raise NoOrganization()
     chosen = request.session.get("organization_id")
     return next((m for m in memberships if m.organization_id == chosen), memberships[0])
+
+
+class NoOrganization(Http404):
+    """The signed-in user belongs to no organization (rendered by NoOrganizationMiddleware)."""
 
 
 def active_organization(request: HttpRequest):
@@ -61,9 +65,19 @@ def active_organization(request: HttpRequest):
 
 
 def _org_evaluation(request: HttpRequest, public_id: str, queryset=None) -> Evaluation:
-    """The active organization's evaluation; another organization's is a 404 like a missing one."""
+    """The active organization's evaluation; another organization's is a 404 like a missing one.
+
+    When the user belongs to the evaluation's organization but another one is active (a link the CLI
+    printed after ``rlmesh org switch``), the page switches to that organization and says so.
+    """
     qs = queryset if queryset is not None else Evaluation.objects.select_related("creator")
     evaluation = qs.for_org(active_organization(request)).filter(public_id=public_id).first()
+    if evaluation is None and request.method == "GET":
+        mine = {m.organization_id: m for m in memberships_of(request)}
+        evaluation = qs.filter(public_id=public_id, organization_id__in=list(mine)).first()
+        if evaluation is not None:
+            request.session["organization_id"] = evaluation.organization_id
+            messages.info(request, f"Switched to {mine[evaluation.organization_id].organization.name}, where this evaluation belongs.")
     if evaluation is None:
         raise Http404(f"evaluation {public_id} not found")
     return evaluation
@@ -261,8 +275,9 @@ def _render_progress(request: HttpRequest, evaluation: Evaluation) -> HttpRespon
 @require_POST
 def evaluation_cancel(request: HttpRequest, public_id: str) -> HttpResponse:
     evaluation = _org_evaluation(request, public_id)
-    if not may_cancel(role=active_membership(request).role, user=request.user, evaluation=evaluation):
-        return HttpResponse("members may cancel only their own evaluations", status=403)
+    role = active_membership(request).role
+    if not may_cancel(role=role, user=request.user, evaluation=evaluation):
+        return HttpResponse(cancel_refusal(role), status=403)
     try:
         cancel_evaluation(evaluation)
     except CancelRefused as exc:
@@ -353,8 +368,10 @@ def compare(request: HttpRequest) -> HttpResponse:
     chosen = list(Evaluation.objects.for_org(org).filter(public_id__in=ids))
     rows = []
     for evaluation in chosen:
+        # One row per model *of each evaluation*, so two runs of the same model stay apart.
+        label = evaluation.label or evaluation.public_id
         for r in episode_rows(evaluation):
-            rows.append({**r, "model": r["model"], "task": f"{r['env']} · {r['taskId']}"})
+            rows.append({**r, "model": f"{r['model']} · {label}" if len(chosen) > 1 else r["model"], "task": f"{r['env']} · {r['taskId']}"})
     groups = scoring.group_scores([{**r, "taskId": r["task"], "env": ""} for r in rows], "task")
     models = list(dict.fromkeys(g["key"]["model"] for g in groups))
     tasks = list(dict.fromkeys(g["key"]["taskId"] for g in groups))
@@ -364,7 +381,9 @@ def compare(request: HttpRequest) -> HttpResponse:
         rates = [cell[(m, t)]["successRate"] for m in models if (m, t) in cell and cell[(m, t)]["successRate"] is not None]
         best[t] = max(rates) if rates else None
     matrix = [{"model": m, "cells": [{"group": cell.get((m, t)), "best": (m, t) in cell and cell[(m, t)]["successRate"] == best[t]} for t in tasks]} for m in models]
-    recent = Evaluation.objects.for_org(org).filter(status=EvaluationStatus.COMPLETED).order_by("-created_at")[:50]
+    recent = Evaluation.objects.for_org(org).filter(
+        status__in=[EvaluationStatus.COMPLETED, EvaluationStatus.FAILED, EvaluationStatus.CANCELLED]
+    ).order_by("-created_at")[:50]
     context = {
         "chosen": chosen,
         "chosen_ids": [e.public_id for e in chosen],
@@ -416,7 +435,7 @@ def organization_settings(request: HttpRequest) -> HttpResponse:
         "members": Membership.objects.filter(organization=org).select_related("user").order_by("user__username"),
         "invitations": Invitation.objects.filter(organization=org, accepted_at__isnull=True, revoked_at__isnull=True, expires_at__gt=timezone.now()),
         "roles": Role.values,
-        "keys": ApiKey.objects.filter(organization=org).select_related("user"),
+        "keys": _keys_with_effective_role(org),
         "form": form,
         "created_key": created_key,
         "is_admin": is_admin,
@@ -488,6 +507,25 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
     return render(request, "evaluations/invitation.html", {"invitation": invitation})
 
 
+def _keys_with_effective_role(org) -> list[ApiKey]:
+    """The organization's keys, each with ``effective_role`` (capped by its creator's current role) and
+    ``inactive_reason`` when its creator left, exactly as the API authenticates them."""
+    from .services.identity import ROLE_ORDER
+
+    keys = list(ApiKey.objects.filter(organization=org).select_related("user"))
+    roles = dict(Membership.objects.filter(organization=org, user_id__in={k.user_id for k in keys}).values_list("user_id", "role"))
+    for key in keys:
+        key.inactive_reason = ""
+        key.effective_role = key.role
+        if key.user_id is not None:
+            creator_role = roles.get(key.user_id)
+            if creator_role is None:
+                key.inactive_reason = "creator left"
+            else:
+                key.effective_role = min(key.role, creator_role, key=ROLE_ORDER.index)
+    return keys
+
+
 @login_required
 @require_POST
 def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
@@ -497,9 +535,12 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
     key = ApiKey.objects.filter(organization=membership.organization, pk=key_id).first()
     if key is None:
         raise Http404("no such key")
+    if key.role == Role.OWNER and membership.role != Role.OWNER:
+        return HttpResponse("only owners revoke owner keys", status=403)
     if key.revoked_at is None:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])
     if is_partial(request):
+        key.effective_role, key.inactive_reason = key.role, ""
         return render(request, "evaluations/settings.html#key-row", {"key": key, "is_admin": True})
     return redirect("evaluations:settings")

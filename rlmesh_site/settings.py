@@ -107,6 +107,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Turns django-ratelimit's block into RATELIMIT_VIEW's 429 instead of a 403.
     "django_ratelimit.middleware.RatelimitMiddleware",
+    "evaluations.middleware.NoOrganizationMiddleware",
 ]
 
 # The official CLI posts to exact paths; a slash redirect would turn a POST into a GET.

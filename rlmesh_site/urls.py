@@ -37,5 +37,6 @@ urlpatterns = [
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("v1/", include("evaluations.api.urls")),
     re_path(r"^v1(?:/(?P<rest>.*))?$", api_not_found),
+    re_path(r"^oauth(?:/(?P<rest>.*))?$", api_not_found),
     path("", include("evaluations.urls")),
 ]

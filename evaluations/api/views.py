@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from django.db import transaction
 
-from ..choices import WRITE_ROLES, EpisodeStatus, may_cancel
+from ..choices import WRITE_ROLES, EpisodeStatus, cancel_refusal, may_cancel
 from ..filtersets import EvaluationFilterSet
 from ..models import ApiKey, Evaluation, ImageRepository, ImageVersion, Membership, Workload
 from ..tasks import probe_image
@@ -143,6 +143,8 @@ class MySessionView(OrgScopedView):
 
 # -------------------------------------------------------------- evaluations
 class EvaluationPreviewView(OrgScopedView):
+    read_only_post = True  # a preview writes nothing: viewers may size requests too
+
     @extend_schema(request=EvaluationRequestSerializer, responses={200: PreviewSerializer, **ERRORS}, summary="Validate and size a request without running it")
     def post(self, request):
         _, data = self.read_request_body()
@@ -265,7 +267,7 @@ class CancellationView(OrgScopedView):
     def post(self, request, public_id: str):
         evaluation = self.get_evaluation(public_id)
         if not may_cancel(role=request._request.role, user=request.user, evaluation=evaluation):
-            raise PermissionDenied("members may cancel only their own evaluations")
+            raise PermissionDenied(cancel_refusal(request._request.role))
         try:
             evaluation = cancel_evaluation(evaluation)
         except CancelRefused as exc:

@@ -91,7 +91,9 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         kind="model",
         source="python://evaluations.prebuilt.models:NumpyMLP",
         description="PPO policies trained by this project (stable-baselines3), served as numpy MLPs.",
-        checkpoints={"cartpole": {"weights": "ppo_cartpole_actor.npz"}},
+        # "load" is passed to the model's load(); "scenarios" lists the only tasks the checkpoint can act in
+        # (its observation and action shapes), checked before any rollout.
+        checkpoints={"cartpole": {"load": {"weights": "ppo_cartpole_actor.npz"}, "scenarios": ["classic/CartPole-v1"]}},
         files=(WEIGHTS_DIR / "ppo_cartpole_actor.npz",),
     ),
 )

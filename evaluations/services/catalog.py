@@ -89,7 +89,13 @@ class ResolvedImage:
 
     @property
     def load_kwargs(self) -> dict:
-        return dict(self.version.checkpoints.get(self.checkpoint, {})) if self.checkpoint else {}
+        """Keyword arguments of the model's ``load()`` that select the checkpoint."""
+        return dict(self.version.checkpoints.get(self.checkpoint, {}).get("load", {})) if self.checkpoint else {}
+
+    @property
+    def scenarios(self) -> list[str] | None:
+        """The scenario ids the checkpoint declares it can act in, or None for no restriction."""
+        return self.version.checkpoints.get(self.checkpoint, {}).get("scenarios") if self.checkpoint else None
 
 
 def resolve_reference(ref: str, *, kind: str, organization: Organization) -> ResolvedImage:

@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+#: A used refresh token presented again within this many seconds is a race, not theft.
+REFRESH_REUSE_GRACE_SECONDS = 10
 ROLE_ORDER = [Role.VIEWER, Role.MEMBER, Role.ADMIN, Role.OWNER]
 
 
@@ -181,6 +183,10 @@ def refresh_session(*, refresh_token: str, client_id: str, organization_id: str 
     if session.revoked_at is not None:
         raise OAuthError("invalid_grant", "this session was signed out")
     if token.used_at is not None:
+        if (timezone.now() - token.used_at).total_seconds() <= REFRESH_REUSE_GRACE_SECONDS:
+            # Two clients of one session refreshing at once (the official CLI serializes with a lock file,
+            # other clients may not): refuse the loser without ending the session.
+            raise OAuthError("invalid_grant", "refresh token already used by a concurrent refresh")
         revoke_session(session, reason="refresh token reused")
         raise OAuthError("invalid_grant", "refresh token already used; the session was revoked")
     if session.client_id != client_id:

@@ -258,6 +258,18 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
         errors.append(
             {"path": "tasks", "message": f"{total} episodes in total; at most {settings.RLMESH_MAX_EPISODES_PER_EVALUATION} per evaluation"}
         )
+    # Compatibility before any rollout: a checkpoint that declares its scenarios runs only there.
+    for i, model in enumerate(models):
+        if model is None or model.scenarios is None:
+            continue
+        for j, (task, env, _) in enumerate(tasks):
+            if task["taskId"] not in model.scenarios:
+                path = f"models[{i}].model" if model_path == "models" else "model.model"
+                errors.append({
+                    "path": path,
+                    "message": f'{model.reference} is incompatible with tasks[{j}] ({env.reference} {task["taskId"]}): '
+                    f'it was trained for {", ".join(model.scenarios)}',
+                })
     if errors:
         raise RequestInvalid(errors)
 

@@ -65,7 +65,15 @@
 
     // fields → JSON: rewrite what the fields own, keep everything else of the request as it is.
     function fieldsToJson() {
-      var req = parse() || {};
+      var req = parse();
+      var note = form.querySelector("#json-note");
+      if (!req && json.value.trim()) {
+        // Never overwrite JSON the user is still fixing; say why the fields do not apply.
+        if (note) note.textContent = "The JSON tab has a syntax error; fix it there before editing the form.";
+        return;
+      }
+      if (note) note.textContent = "";
+      req = req || {};
       var name = f("name").value;
       if (name) req.name = name; else delete req.name;
       var envVars = {};

@@ -114,6 +114,8 @@ BAD_REQUESTS = [
     (cartpole_request(models=[{"model": "prebuilt/ppo"}]), "models[0].model", "needs a checkpoint"),
     (cartpole_request(models=[{"model": "prebuilt/ppo/mountaincar"}]), "models[0].model", 'no checkpoint "mountaincar"'),
     (cartpole_request(models=[{"model": "prebuilt/random:v9"}]), "models[0].model", 'no tag "v9"'),
+    (cartpole_request(models=["prebuilt/ppo/cartpole"], tasks=[{**CARTPOLE_TASK, "taskId": "classic/MountainCar-v0"}]),
+     "models[0].model", "incompatible with tasks[0] (prebuilt/classic-control classic/MountainCar-v0): it was trained for classic/CartPole-v1"),
     (cartpole_request(tasks=[{**CARTPOLE_TASK, "env": "x/y"}]), "tasks[0].env", 'unknown environment "x/y"'),
     (cartpole_request(tasks=[{**CARTPOLE_TASK, "env": "prebuilt/random"}]), "tasks[0].env", "is a model, not an env"),
     (cartpole_request(tasks=[{**CARTPOLE_TASK, "taskId": "classic/Nope-v0"}]), "tasks[0].taskId", 'unknown scenario "classic/Nope-v0"'),

@@ -133,6 +133,11 @@ def test_refresh_rotates_and_reuse_revokes_the_session(client, tenant_a):
     assert r.status_code == 200 and second["refresh_token"] != first["refresh_token"]
     assert bearer(second["access_token"]).get("/v1/me").status_code == 200
     assert bearer(first["access_token"]).get("/v1/me").status_code == 200  # valid until its exp
+    race = form_post(client, "/oauth/token", grant_type="refresh_token", refresh_token=first["refresh_token"], client_id=CLIENT_ID)
+    assert race.json()["error"] == "invalid_grant" and "concurrent" in race.json()["error_description"]
+    assert AuthSession.objects.get().revoked_at is None  # within the grace period a reuse is a race, not theft
+    from evaluations.models import RefreshToken
+    RefreshToken.objects.filter(used_at__isnull=False).update(used_at=timezone.now() - timezone.timedelta(seconds=11))
     reuse = form_post(client, "/oauth/token", grant_type="refresh_token", refresh_token=first["refresh_token"], client_id=CLIENT_ID)
     assert reuse.status_code == 400 and reuse.json()["error"] == "invalid_grant" and "revoked" in reuse.json()["error_description"]
     assert AuthSession.objects.get().revoked_reason == "refresh token reused"
@@ -219,3 +224,18 @@ def test_a_session_can_submit_and_it_is_recorded_as_the_user(client, tenant_a):
     assert r.status_code == 201
     evaluation = Evaluation.objects.get()
     assert evaluation.creator == tenant_a.user and evaluation.api_key is None
+
+
+def test_oauth_endpoints_answer_json_for_anything_odd(client):
+    r = client.get("/oauth/token")
+    assert r.status_code == 405 and r.json()["error"] == "invalid_request"
+    r = client.post("/oauth/token", data='{"grant_type": "refresh_token"}', content_type="application/json")
+    assert r.status_code == 400 and "form-urlencoded" in r.json()["error_description"]
+    r = form_post(client, "/oauth/token", grant_type="urn:ietf:params:oauth:grant-type:device_code", client_id=CLIENT_ID)
+    assert r.json() == {"error": "invalid_request", "error_description": "missing device_code"}
+    r = form_post(client, "/oauth/device_authorization")
+    assert r.json()["error"] == "invalid_request"
+    r = client.post("/oauth/authorize")
+    assert r.status_code == 404 and r["Content-Type"] == "application/json"
+    r = client.post("/oauth/token", data="x=" + "a" * 20000, content_type="application/x-www-form-urlencoded")
+    assert r.status_code == 400 and "too large" in r.json()["error_description"]

@@ -116,3 +116,53 @@ def test_sign_in_is_rate_limited(db, settings):
     codes = [c.post("/accounts/login/", {"username": "x", "password": "y"}).status_code for _ in range(5)]
     assert codes[:3] == [200, 200, 200] and codes[3:] == [429, 429]
     cache.clear()
+
+
+def test_a_link_to_another_of_my_organizations_switches_to_it(tenant_a, tenant_b):
+    Membership.objects.create(user=tenant_a.user, organization=tenant_b.org, role=Role.MEMBER)
+    theirs = submit_as(tenant_b.user, tenant_b.org)
+    web = Client()
+    web.force_login(tenant_a.user)
+    r = web.get(f"/evaluations/{theirs.public_id}")
+    assert r.status_code == 200 and f"Switched to {tenant_b.org.name}" in r.content.decode()
+    assert theirs.public_id in web.get("/evaluations").content.decode()  # now the active organization
+
+
+def test_without_an_organization_pages_say_what_to_do(db):
+    from django.contrib.auth import get_user_model
+
+    lonely = get_user_model().objects.create_user("lonely", password="pw")
+    web = Client()
+    web.force_login(lonely)
+    for url in ("/evaluations", "/settings", "/compare", "/images"):
+        r = web.get(url)
+        assert r.status_code == 403 and "invitation link" in r.content.decode(), url
+
+
+def test_viewers_are_not_offered_what_they_cannot_do(tenant_a):
+    evaluation = submit_as(tenant_a.user, tenant_a.org)
+    web = Client()
+    web.force_login(make_user("vee", tenant_a.org, Role.VIEWER))
+    page = web.get(f"/evaluations/{evaluation.public_id}").content.decode()
+    assert ">Launch</a>" not in page and "run-again-top" not in page and "cancel-button" not in page
+    r = web.post(f"/evaluations/{evaluation.public_id}/cancel")
+    assert r.status_code == 403 and r.content == b"viewers cannot cancel evaluations"
+    key, _ = make_api_key(tenant_a.org, Membership.objects.get(user__username="vee").user, Role.VIEWER)
+    assert tenant_a.client(key).post("/v1/evaluation-previews", data=json.dumps(cartpole_request()), content_type="application/json").status_code == 200
+
+
+def test_only_owners_revoke_owner_keys_and_keys_show_their_effective_role(tenant_a):
+    owner_key_plain, owner_key = make_api_key(tenant_a.org, tenant_a.user, Role.OWNER)
+    admin_user = make_user("adm3", tenant_a.org, Role.ADMIN)
+    _, capped = make_api_key(tenant_a.org, admin_user, Role.ADMIN)
+    Membership.objects.filter(user=admin_user).update(role=Role.VIEWER)
+    web = Client()
+    web.force_login(make_user("adm4", tenant_a.org, Role.ADMIN))
+    assert web.post(f"/settings/api-keys/{owner_key.pk}/revoke").status_code == 403
+    owner_key.refresh_from_db()
+    assert owner_key.revoked_at is None
+    row = web.get("/settings").content.decode().split(f'id="key-{capped.pk}"')[1].split("</tr>")[0]
+    assert "<td>viewer <span" in row and "capped by its creator" in row
+    Membership.objects.filter(user=admin_user).delete()
+    row = web.get("/settings").content.decode().split(f'id="key-{capped.pk}"')[1].split("</tr>")[0]
+    assert "inactive: creator left" in row
