@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(classic-control classic-control-heuristics broken-crash)
+[ ${#names[@]} -gt 0 ] || names=(classic-control classic-control-heuristics ppo broken-crash)
 for name in "${names[@]}"; do
   ctx="var/containers/ctx-$name"
   rm -rf "$ctx" && mkdir -p "$ctx/rlmesh_prebuilt/weights"
@@ -17,6 +17,7 @@ for name in "${names[@]}"; do
   case "$name" in
     classic-control) describe=$(cd "$ctx" && RLMESH_WORKFLOW_EDITION=2026.06 "../../../$PY" -m rlmesh._describe --env rlmesh_prebuilt.envs:ClassicControl) ;;
     classic-control-heuristics) describe=$(cd "$ctx" && RLMESH_WORKFLOW_EDITION=2026.06 "../../../$PY" -m rlmesh._describe rlmesh_prebuilt.models:ClassicControlHeuristics) ;;
+    ppo) describe=$(cd "$ctx" && RLMESH_WORKFLOW_EDITION=2026.06 "../../../$PY" -m rlmesh._describe rlmesh_prebuilt.models:NumpyMLP) ;;
   esac
   podman build -q --build-arg "DESCRIBE=$describe" -t "localhost/rlmesh-$name:latest" "$ctx" >/dev/null
   echo "built localhost/rlmesh-$name:latest"

@@ -19,6 +19,7 @@ urlpatterns = [
             views.evaluation_detail, name="evaluation_tab"),
     re_path(r"^compare/?$", views.compare, name="compare"),
     re_path(r"^images/?$", views.image_list, name="image_list"),
+    path("images/versions/<int:version_id>/probes", views.image_reprobe, name="image_reprobe"),
     re_path(r"^settings/?$", views.organization_settings, name="settings"),
     path("settings/api-keys/<int:key_id>/revoke", views.api_key_revoke, name="api_key_revoke"),
     path("organizations/switch", views.organization_switch, name="organization_switch"),

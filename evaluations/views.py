@@ -14,6 +14,7 @@ from django.contrib.auth import login as auth_login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Count, Prefetch, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -544,3 +545,22 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
         key.effective_role, key.inactive_reason = key.role, ""
         return render(request, "evaluations/settings.html#key-row", {"key": key, "is_admin": True})
     return redirect("evaluations:settings")
+
+
+@login_required
+@require_POST
+def image_reprobe(request: HttpRequest, version_id: int) -> HttpResponse:
+    """Queue another probe of one of the organization's own image versions."""
+    from .models import ImageVersion
+    from .tasks import probe_image
+
+    membership = active_membership(request)
+    if membership.role not in WRITE_ROLES:
+        return HttpResponse("viewers cannot probe images", status=403)
+    version = ImageVersion.objects.filter(pk=version_id, repository__namespace=membership.organization.slug).first()
+    if version is None:
+        raise Http404("no such image version")
+    ImageVersion.objects.filter(pk=version.pk).exclude(probe_status="probing").update(probe_status="queued")
+    transaction.on_commit(lambda: probe_image.delay(version.pk))
+    messages.info(request, f"Probe of {version.repository.path}@{version.digest[:19]}… queued.")
+    return redirect("evaluations:image_list")

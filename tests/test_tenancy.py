@@ -26,6 +26,7 @@ API_OBJECT_ROUTES = [
     ("get", "evaluations-api:logs", "/v1/evaluations/{e}/logs"),
     ("get", "evaluations-api:image", "/v1/images/{img}"),
     ("post", "evaluations-api:image-probes", "/v1/images/{img}/probes"),
+    ("delete", "evaluations-api:image-version", "/v1/images/{img}@{digest}"),
 ]
 DASHBOARD_OBJECT_ROUTES = [
     ("get", "evaluations:evaluation_detail", "/evaluations/{e}"),
@@ -39,8 +40,9 @@ DASHBOARD_OBJECT_ROUTES = [
     ("get", "evaluations:evaluation_new", "/evaluations/new?from={e}"),
     ("post", "evaluations:api_key_revoke", "/settings/api-keys/{k}/revoke"),
     ("post", "evaluations:member_update", "/settings/members/{m}"),
+    ("post", "evaluations:image_reprobe", "/images/versions/{v}/probes"),
 ]
-ID_KWARGS = {"public_id", "key_id", "membership_id", "reference"}
+ID_KWARGS = {"public_id", "key_id", "membership_id", "reference", "version_id"}
 
 
 def _patterns(resolver, prefix=""):
@@ -70,13 +72,16 @@ def world(tenant_a, tenant_b):
         "img": repo.path,
         "k": tenant_a.api_key.pk,
         "m": Membership.objects.get(user=tenant_a.user, organization=tenant_a.org).pk,
+        "v": repo.current_version.pk,
+        "digest": repo.current_version.digest,
     }
 
 
 @pytest.mark.parametrize("method,name,template", API_OBJECT_ROUTES)
 def test_api_routes_hide_other_organizations_objects(world, tenant_a, tenant_b, method, name, template):
     path = template.format(**world)
-    assert getattr(tenant_a.client(), method)(path, **({"data": {}, "format": "json"} if method == "post" else {})).status_code in (200, 202)
+    if method != "delete":  # A deleting its own image is tested elsewhere; here it must survive B's attempt
+        assert getattr(tenant_a.client(), method)(path, **({"data": {}, "format": "json"} if method == "post" else {})).status_code in (200, 202)
     r = getattr(tenant_b.client(), method)(path, **({"data": {}, "format": "json"} if method == "post" else {}))
     assert r.status_code == 404, (path, r.status_code)
     assert "error" in r.json()
@@ -92,6 +97,7 @@ def test_dashboard_pages_hide_other_organizations_objects(world, tenant_a, tenan
     assert ApiKey.objects.get(pk=world["k"]).revoked_at is None
     assert Membership.objects.filter(pk=world["m"]).exists()
     assert Evaluation.objects.get(public_id=world["e"]).status == "queued"
+    assert ImageVersion.objects.get(pk=world["v"]).probe_status == "passed"
 
 
 def test_lists_never_include_other_organizations_objects(world, tenant_b):

@@ -23,6 +23,7 @@ urlpatterns = [
     path("registry/token", registry_views.registry_token, name="registry-token"),
     path("registry/events", registry_views.registry_events, name="registry-events"),
     re_path(r"^images/(?P<reference>.+)/probes$", views.ImageProbeView.as_view(), name="image-probes"),
+    re_path(r"^images/(?P<reference>.+@sha256:[0-9a-f]{64})$", views.ImageVersionDeleteView.as_view(), name="image-version"),
     path("images", views.ImageListView.as_view(), name="images"),
     path("images/<path:reference>", views.ImageDetailView.as_view(), name="image"),
 ]

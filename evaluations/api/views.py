@@ -20,6 +20,7 @@ from django.db import transaction
 from ..choices import WRITE_ROLES, EpisodeStatus, cancel_refusal, may_cancel
 from ..filtersets import EvaluationFilterSet
 from ..models import ApiKey, Evaluation, ImageRepository, ImageVersion, Membership, Workload
+from ..services.registry import VersionInUse, delete_version
 from ..tasks import probe_image
 from ..reports import evaluation_metrics, evaluation_scores
 from ..request_schema import EvaluationRequestSerializer
@@ -422,6 +423,29 @@ class RegistryInfoView(OrgScopedView):
         else:
             namespaces = [self.organization.slug] if role in WRITE_ROLES else []
         return Response({"host": settings.RLMESH_REGISTRY_HOST, "namespaces": namespaces})
+
+
+class ImageVersionDeleteView(ImageDetailView):
+    """GET like any image reference; DELETE removes that version."""
+
+    @extend_schema(request=None, responses={204: None, 409: ErrorSerializer, **ERRORS}, summary="Delete an image version (not while an evaluation uses it)")
+    def delete(self, request, reference: str):
+        try:
+            parsed = parse_reference(reference)
+        except ReferenceError_ as exc:
+            raise NotFound(str(exc)) from None
+        if parsed.namespace != self.organization.slug or not parsed.digest:
+            raise NotFound(f"image {reference} not found; name a version of your namespace by digest (ns/repo@sha256:…)")
+        version = ImageVersion.objects.filter(
+            repository__namespace=parsed.namespace, repository__name=parsed.repository, digest=parsed.digest
+        ).select_related("repository").first()
+        if version is None:
+            raise NotFound(f"image {reference} not found")
+        try:
+            delete_version(version)
+        except VersionInUse as exc:
+            return error_response(409, "conflict", str(exc))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ImageProbeView(OrgScopedView):

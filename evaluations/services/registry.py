@@ -18,6 +18,7 @@ from pathlib import Path
 import jwt
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q as models_Q
 from django.utils import timezone
 
 from ..choices import WRITE_ROLES
@@ -164,14 +165,17 @@ def granted_actions(grantee: Grantee, scope: str) -> dict | None:
 
 def issue_token(grantee: Grantee, scopes: list[str], ttl: int = 300) -> dict:
     """A registry bearer token for the allowed part of ``scopes`` (an empty ``access`` list is a valid answer)."""
+    access = [a for a in (granted_actions(grantee, s) for s in scopes) if a is not None]
+    token = _sign(grantee.name, access, ttl)
+    return {"token": token, "access_token": token, "expires_in": ttl, "issued_at": timezone.now().isoformat()}
+
+
+def _sign(subject: str, access: list[dict], ttl: int) -> str:
     key_path, cert_path = ensure_keys()
     now = int(time.time())
-    access = [a for a in (granted_actions(grantee, s) for s in scopes) if a is not None]
-    claims = {"iss": ISSUER, "sub": grantee.name, "aud": SERVICE, "exp": now + ttl, "nbf": now - 5, "iat": now,
+    claims = {"iss": ISSUER, "sub": subject, "aud": SERVICE, "exp": now + ttl, "nbf": now - 5, "iat": now,
               "jti": secrets.token_hex(8), "access": access}
-    token = jwt.encode(claims, key_path.read_bytes(), algorithm="RS256", headers={"kid": _libtrust_kid(cert_path.read_bytes())})
-    issued = timezone.now().isoformat()
-    return {"token": token, "access_token": token, "expires_in": ttl, "issued_at": issued}
+    return jwt.encode(claims, key_path.read_bytes(), algorithm="RS256", headers={"kid": _libtrust_kid(cert_path.read_bytes())})
 
 
 # ----------------------------------------------------------------- events
@@ -217,3 +221,45 @@ def record_push(event: dict) -> ImageVersion | None:
                 repo.save(update_fields=["current_version"])
     return version if created else None
 
+
+
+class VersionInUse(Exception):
+    """The version is used by an evaluation that has not ended."""
+
+
+def delete_version(version: ImageVersion) -> None:
+    """Delete a pushed version from the platform and the registry; refused while an active evaluation uses it.
+
+    Finished evaluations keep their record of the digest (their effective config); the workload rows keep
+    pointing at the version, so it is only hidden (probe status ``deleted``) when any workload references it.
+    """
+    import urllib.request
+
+    from ..choices import ACTIVE_STATUSES
+    from ..models import Workload
+
+    in_use = Workload.objects.filter(evaluation__status__in=ACTIVE_STATUSES).filter(
+        models_Q(model_version=version) | models_Q(env_version=version)
+    )
+    if in_use.exists():
+        ids = sorted({w.evaluation.public_id for w in in_use.select_related("evaluation")[:5]})
+        raise VersionInUse(f"{version.repository.path}@{version.digest} is used by running evaluations: {', '.join(ids)}")
+    repo = version.repository
+    # The platform holds the signing key, so it grants itself the delete scope for this one request
+    # (users never get it from the token endpoint: deletion goes through this check).
+    token = _sign("rlmesh-platform", [{"type": "repository", "name": repo.path, "actions": ["delete"]}], ttl=60)
+    req = urllib.request.Request(f"http://{settings.RLMESH_REGISTRY_HOST}/v2/{repo.path}/manifests/{version.digest}",
+                                 method="DELETE", headers={"Authorization": f"Bearer {token}"})
+    try:
+        urllib.request.urlopen(req, timeout=10)
+    except Exception:  # noqa: BLE001 - an unreachable registry must not keep a record the user deleted
+        pass
+    with transaction.atomic():
+        referenced = Workload.objects.filter(models_Q(model_version=version) | models_Q(env_version=version)).exists()
+        if repo.current_version_id == version.pk:
+            repo.current_version = None
+            repo.save(update_fields=["current_version"])
+        if referenced:
+            ImageVersion.objects.filter(pk=version.pk).update(probe_status="deleted", tags=[])
+        else:
+            version.delete()

@@ -67,3 +67,28 @@ def test_schema_validates_without_warnings():
     from django.core.management import call_command
 
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")
+
+
+def test_deleting_a_version_is_refused_while_an_evaluation_uses_it(api, tenant_a, settings):
+    import json
+
+    from evaluations.models import Evaluation, Workload
+    from tests.conftest import cartpole_request
+
+    settings.RLMESH_REGISTRY_HOST = "127.0.0.1:9"  # nothing listens: the registry-side delete is best effort
+    repo = ImageRepository.objects.create(namespace="a", name="my-env", kind="env")
+    version = ImageVersion.objects.create(repository=repo, digest="sha256:" + "3" * 64, source="oci://x/a/my-env@sha256:" + "3" * 64, tags=["latest"])
+    repo.current_version = version
+    repo.save()
+    eid = api.post("/v1/evaluations", data=json.dumps(cartpole_request()), content_type="application/json").json()["id"]
+    Workload.objects.filter(evaluation__public_id=eid).update(env_version=version)
+    Evaluation.objects.filter(public_id=eid).update(status="running")
+    r = api.delete(f"/v1/images/a/my-env@{version.digest}")
+    assert r.status_code == 409 and eid in r.json()["error"]["message"]
+    Evaluation.objects.filter(public_id=eid).update(status="completed")
+    assert api.delete(f"/v1/images/a/my-env@{version.digest}").status_code == 204
+    version.refresh_from_db()
+    repo.refresh_from_db()
+    assert version.probe_status == "deleted" and repo.current_version is None  # kept: a finished evaluation names it
+    assert api.delete("/v1/images/prebuilt/random@sha256:" + "4" * 64).status_code == 404
+    assert tenant_a.client(tenant_a.viewer_key).delete(f"/v1/images/a/my-env@{version.digest}").status_code == 403

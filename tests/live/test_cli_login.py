@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import http.cookiejar
 import json
 import re
@@ -11,6 +12,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import jwt
 import pytest
 
 from tests.support.live import BIN, ROOT, LivePlatform
@@ -55,10 +57,10 @@ def platform(tmp_path_factory):
         p.stop()
 
 
-def cli(platform: LivePlatform, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def cli(platform: LivePlatform, *args: str, timeout: float = 300, extra_env: dict | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in platform.env.items() if k not in ("RLMESH_API_KEY", "RLMESH_PLATFORM_URL")}
-    env.update(RLMESH_CONFIG_DIR=str(platform.var / "cfg"), RLMESH_DATA_DIR=str(platform.var / "data"), RLMESH_KEYCHAIN="off")
-    return subprocess.run([str(BIN / "rlmesh"), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    env.update(RLMESH_CONFIG_DIR=str(platform.var / "cfg"), RLMESH_DATA_DIR=str(platform.var / "data"), RLMESH_KEYCHAIN="off", **(extra_env or {}))
+    return subprocess.run([str(BIN / "rlmesh"), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, input=stdin)
 
 
 def org_ids(platform) -> tuple[str, str]:
@@ -119,6 +121,23 @@ def test_login_whoami_orgs_eval_refresh_logout(platform):
     assert eval_id not in cli(platform, "eval", "list").stdout  # another organization's evaluation is invisible
     assert "HTTP 404" in cli(platform, "eval", "get", eval_id).stderr
     cli(platform, "org", "switch", demo)
+
+    # registry login: the credential helper hands (user id, access token) to docker, which the registry's
+    # token service (the platform) accepts
+    docker_config = platform.var / "docker"
+    env_docker = {"DOCKER_CONFIG": str(docker_config)}
+    r = cli(platform, "registry", "login", extra_env=env_docker)
+    assert r.returncode == 0 and "127.0.0.1:5000/demo" in r.stdout, r.stdout + r.stderr
+    assert json.loads((docker_config / "config.json").read_text())["credHelpers"]["127.0.0.1:5000"] == "rlmesh"
+    helper = cli(platform, "registry", "credential-helper", "get", extra_env=env_docker, stdin="127.0.0.1:5000")
+    creds = json.loads(helper.stdout)
+    assert creds["Username"] == who["identity"]["userId"]
+    basic = base64.b64encode(f"{creds['Username']}:{creds['Secret']}".encode()).decode()
+    req = urllib.request.Request(f"{platform.url}/v1/registry/token?service=rlmesh-registry&scope=repository:demo/x:pull,push",
+                                 headers={"Authorization": f"Basic {basic}"})
+    registry_token = json.load(urllib.request.urlopen(req))["token"]
+    access = jwt.decode(registry_token, options={"verify_signature": False})["access"]
+    assert access == [{"type": "repository", "name": "demo/x", "actions": ["pull", "push"]}]
 
     last = json.loads(cli(platform, "token", "--json").stdout)["token"]
     r = cli(platform, "logout")
