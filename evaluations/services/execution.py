@@ -125,8 +125,13 @@ class ShardRunner:
         self.close()
 
     def close(self) -> None:
-        for server in (self.env, self.model):
+        for kind, server in (("env", self.env), ("model", self.model)):
             if server is not None:
+                if server.__class__.__name__ == "Container":
+                    # A container's output is gone once it is removed: keep its last lines in the Logs.
+                    tail = server.log_tail(20).strip()
+                    if tail:
+                        log(self.evaluation, f"{kind} container output (last lines):\n{tail}", source="container", shard=self.shard)
                 server.stop()
         self.env = self.model = None
 

@@ -52,6 +52,26 @@ def _describe_label(labels: dict, log: list[str]) -> dict:
     return envelope
 
 
+def _package_checkpoints(labels: dict, log: list[str]) -> dict:
+    """Checkpoints declared by the ``dev.rlmesh.package`` label: ``{name: {"load": {...}, "scenarios": [...]}}``."""
+    raw = labels.get("dev.rlmesh.package")
+    if raw is None:
+        return {}
+    try:
+        package = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ProbeFailed(f"label dev.rlmesh.package is not JSON ({exc.msg}); the platform will ignore the label") from None
+    if not isinstance(package, dict) or package.get("schemaVersion") != 1 or not isinstance(package.get("checkpoints", {}), dict):
+        raise ProbeFailed("label dev.rlmesh.package is malformed (schemaVersion must be 1, checkpoints an object)")
+    checkpoints = {}
+    for name, entry in package.get("checkpoints", {}).items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("load", {}), dict):
+            raise ProbeFailed(f"checkpoint {name!r} of dev.rlmesh.package is malformed")
+        checkpoints[name] = {"load": entry.get("load", {}), **({"scenarios": entry["scenarios"]} if isinstance(entry.get("scenarios"), list) else {})}
+    log.append(f"ok    dev.rlmesh.package: checkpoints {', '.join(checkpoints) or 'none'}")
+    return checkpoints
+
+
 def _claimed_kind(config: dict, envelope: dict) -> str | None:
     if envelope.get("kind"):
         return envelope["kind"]
@@ -99,7 +119,7 @@ def probe_version(version_id: int) -> str | None:
     repo = version.repository
     log: list[str] = [f"probing {repo.path}@{version.digest}"]
     server: Container | None = None
-    status, kind, scenarios, envelope, labels = "failed", None, [], {}, {}
+    status, kind, scenarios, envelope, labels, checkpoints = "failed", None, [], {}, {}, {}
     try:
         image = version.source.removeprefix("oci://")
         try:
@@ -118,6 +138,7 @@ def probe_version(version_id: int) -> str | None:
         log.append(f"ok    platform {os_}/{arch}")
         labels = config.get("Labels") or {}
         envelope = _describe_label(labels, log)
+        checkpoints = _package_checkpoints(labels, log)
         kind = _claimed_kind(config, envelope)
         if repo.kind and kind and kind != repo.kind:
             raise ProbeFailed(f"{repo.path} holds {repo.kind} images; this one is labelled {kind}")
@@ -127,7 +148,9 @@ def probe_version(version_id: int) -> str | None:
             {"id": v["id"], "name": (v.get("metadata") or {}).get("name", v["id"]), "params": v.get("params", {})}
             for v in catalog if isinstance(v, dict) and v.get("id")
         ]
-        spec = ServerSpec(kind or "env", version.source, dict(scenarios[0]["params"]) if scenarios and kind == "env" else {})
+        # Readiness by TCP only ("image" is neither env nor model): whether it really serves what it claims is
+        # checked next, with a clear message instead of a readiness timeout.
+        spec = ServerSpec("image", version.source, dict(scenarios[0]["params"]) if scenarios and kind == "env" else {})
         try:
             server = DockerRuntime().start(spec, name=f"probe-{version.pk}", labels={"dev.rlmesh.platform.probe": str(version.pk)})
         except RuntimeBackendError as exc:
@@ -158,7 +181,7 @@ def probe_version(version_id: int) -> str | None:
     with transaction.atomic():
         ImageVersion.objects.filter(pk=version.pk).update(
             probe_status=status, probe_log="\n".join(log), probed_at=timezone.now(), describe=envelope,
-            scenarios=scenarios, labels=labels,
+            scenarios=scenarios, labels=labels, checkpoints=checkpoints,
         )
         if status == "passed" and not repo.kind:
             ImageRepository.objects.filter(pk=repo.pk, kind="").update(kind=kind)

@@ -128,6 +128,33 @@ def test_broken_image_fails_its_probe_and_is_refused(platform):
     r = platform.cli("eval", "submit", "-", stdin=json.dumps({"model": "prebuilt/random", "tasks": [{"env": "demo/broken", "taskId": "x", "episodes": 1}]}))
     assert r.returncode == 1 and "tasks[0].env" in r.stderr and "probe is failed" in r.stderr
 
+    # a bad describe label, a model that claims to be an env, a malformed package label: each fails its probe
+    ctx = str(ROOT / "var/containers/ctx-classic-control")
+    cases = {
+        "bad-label": ("localhost/rlmesh-classic-control:latest", "LABEL dev.rlmesh.describe='not json'", "dev.rlmesh.describe is not JSON"),
+        "model-as-env": ("localhost/rlmesh-classic-control-heuristics:latest",
+                         'LABEL dev.rlmesh.describe=\'{"schema_version": 1, "kind": "env", "env_tags": {}}\'',
+                         "serves a model where an env is expected"),
+        "bad-package": ("localhost/rlmesh-ppo:latest", "LABEL dev.rlmesh.package='{\"schemaVersion\": 2}'", "dev.rlmesh.package is malformed"),
+    }
+    for name, (base, label, reason) in cases.items():
+        sh("podman", "build", "-q", "-t", f"localhost/rlmesh-{name}:latest", "-f", "/dev/stdin", ctx, input=f"FROM {base}\n{label}\n")
+        assert push(platform, f"localhost/rlmesh-{name}:latest", f"demo/{name}:latest", platform.api_key).returncode == 0
+    for name, (_, _, reason) in cases.items():
+        version = wait_probe(platform, f"demo/{name}")["versions"][0]
+        assert version["probeStatus"] == "failed" and reason in version["probeLog"], (name, version["probeLog"])
+
+    # the ppo image's package label declares its checkpoint: the reference may name it
+    assert push(platform, "localhost/rlmesh-ppo:latest", "demo/ppo:latest", platform.api_key).returncode == 0
+    ppo = wait_probe(platform, "demo/ppo")
+    assert ppo["versions"][0]["probeStatus"] == "passed" and ppo["versions"][0]["checkpoints"] == ["cartpole"], ppo["versions"][0]["probeLog"]
+    body = {"model": "demo/ppo/cartpole", "tasks": [{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 2}]}
+    eval_id = json.loads(submit(platform, body).stdout)["id"]
+    final = wait_for(lambda: (e := platform.api(f"/v1/evaluations/{eval_id}"))["status"] in ("completed", "failed") and e, timeout=300)
+    assert final["status"] == "completed" and all(e["steps"] == 500 for e in platform.api(f"/v1/evaluations/{eval_id}/episodes")["items"])
+    logs = [line["message"] for line in platform.api(f"/v1/evaluations/{eval_id}/logs")["items"]]
+    assert any("model container output" in m and "RLMesh serving model" in m for m in logs), logs
+
     # an env image pushed where a model is expected fails too
     assert push(platform, "localhost/rlmesh-classic-control:latest", "demo/not-a-model:latest", platform.api_key).returncode == 0
     wait_probe(platform, "demo/not-a-model")  # probed as an env (its label says env)
