@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required

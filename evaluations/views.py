@@ -14,7 +14,6 @@ from django.contrib.auth import login as auth_login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import Count, Prefetch, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -31,7 +30,7 @@ from .filtersets import EvaluationFilterSet
 from .forms import EPISODE_SORTS, ApiKeyForm, LaunchForm, catalog_choices
 from .htmx import is_partial, render_page_or_partial
 from .models import ApiKey, Episode, Evaluation, ImageRepository, Invitation, Membership, Workload
-from .reports import evaluation_scores, episode_rows
+from .reports import episode_rows
 from .services.evaluations import CancelRefused, cancel_evaluation, create_evaluation
 from .services.organizations import MembershipError, accept_invitation, change_role, create_invitation, find_invitation, remove_member
 from .services.planning import RequestInvalid, parse_request_body, plan_evaluation
@@ -552,7 +551,7 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
 def image_reprobe(request: HttpRequest, version_id: int) -> HttpResponse:
     """Queue another probe of one of the organization's own image versions."""
     from .models import ImageVersion
-    from .tasks import probe_image
+    from .services.probes import queue_probe
 
     membership = active_membership(request)
     if membership.role not in WRITE_ROLES:
@@ -560,7 +559,6 @@ def image_reprobe(request: HttpRequest, version_id: int) -> HttpResponse:
     version = ImageVersion.objects.filter(pk=version_id, repository__namespace=membership.organization.slug).first()
     if version is None:
         raise Http404("no such image version")
-    ImageVersion.objects.filter(pk=version.pk).exclude(probe_status="probing").update(probe_status="queued")
-    transaction.on_commit(lambda: probe_image.delay(version.pk))
+    queue_probe(version)
     messages.info(request, f"Probe of {version.repository.path}@{version.digest[:19]}… queued.")
     return redirect("evaluations:image_list")

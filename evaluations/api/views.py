@@ -15,13 +15,12 @@ from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDeni
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from django.db import transaction
 
 from ..choices import WRITE_ROLES, EpisodeStatus, cancel_refusal, may_cancel
 from ..filtersets import EvaluationFilterSet
 from ..models import ApiKey, Evaluation, ImageRepository, ImageVersion, Membership, Workload
 from ..services.registry import VersionInUse, delete_version
-from ..tasks import probe_image
+from ..services.probes import queue_probe
 from ..reports import evaluation_metrics, evaluation_scores
 from ..request_schema import EvaluationRequestSerializer
 from ..scoring import GROUP_FIELDS
@@ -465,6 +464,5 @@ class ImageProbeView(OrgScopedView):
         )
         if version is None:
             raise NotFound(f"image {reference} not found")
-        ImageVersion.objects.filter(pk=version.pk).exclude(probe_status="probing").update(probe_status="queued")
-        transaction.on_commit(lambda: probe_image.delay(version.pk))
+        queue_probe(version)
         return Response({"reference": f"{repo.path}@{version.digest}", "probeStatus": "queued"}, status=status.HTTP_202_ACCEPTED)

@@ -46,6 +46,27 @@ class ServedEndpoint(ABC):
         """The last ``lines`` lines of the server's output."""
 
 
+def accepts_connections(address: str, kind: str) -> bool:
+    """True once a server at ``address`` is ready for ``kind``.
+
+    An env must answer rlmesh's handshake (not a Join, so it works while another client holds the env);
+    anything else only needs its TCP port open, since ``rlmesh.serve`` binds after ``load()`` returned.
+    """
+    import socket
+
+    import rlmesh
+
+    try:
+        if kind == "env":
+            rlmesh.RemoteEnv(address, connect_timeout_seconds=1.0).close()
+        else:
+            host, port = address.rsplit(":", 1)
+            socket.create_connection((host, int(port)), timeout=1.0).close()
+        return True
+    except (ConnectionError, OSError, TimeoutError):
+        return False
+
+
 class RuntimeBackend(ABC):
     """Starts env and model servers for shards."""
 

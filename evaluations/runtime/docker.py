@@ -11,12 +11,11 @@ limits, a non-root user, and only the serving port published on 127.0.0.1. Remov
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 from django.conf import settings
 
-from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec
+from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections
 
 SERVING_PORT = "50051/tcp"
 LABEL = "dev.rlmesh.platform"
@@ -124,8 +123,6 @@ class DockerRuntime(RuntimeBackend):
         return server
 
     def _wait_ready(self, server: Container, kind: str, started: float) -> str:
-        import rlmesh
-
         deadline = started + settings.RLMESH_SERVER_READY_TIMEOUT
         address = ""
         while True:
@@ -143,16 +140,8 @@ class DockerRuntime(RuntimeBackend):
                 bindings = (server.container.ports or {}).get(SERVING_PORT) or []
                 if bindings:
                     address = f"127.0.0.1:{bindings[0]['HostPort']}"
-            if address:
-                try:
-                    if kind == "env":
-                        rlmesh.RemoteEnv(address, connect_timeout_seconds=1.0).close()
-                    else:
-                        host, port = address.rsplit(":", 1)
-                        socket.create_connection((host, int(port)), timeout=1.0).close()
-                    return address
-                except (ConnectionError, OSError, TimeoutError):
-                    pass
+            if address and accepts_connections(address, kind):
+                return address
             if time.monotonic() > deadline:
                 raise RuntimeBackendError(
                     f"{kind} container not ready after {settings.RLMESH_SERVER_READY_TIMEOUT:g} s",

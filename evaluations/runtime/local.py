@@ -22,7 +22,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec
+from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections
 
 _PR_SET_PDEATHSIG = 1
 
@@ -122,8 +122,6 @@ class LocalRuntime(RuntimeBackend):
         return server
 
     def _wait_ready(self, server: LocalServer, kind: str, started: float) -> None:
-        import rlmesh
-
         deadline = started + settings.RLMESH_SERVER_READY_TIMEOUT
         while True:
             if not server.alive():
@@ -131,20 +129,12 @@ class LocalRuntime(RuntimeBackend):
                     f"{kind} server exited with code {server.proc.returncode} before it was ready",
                     log_tail=server.log_tail(),
                 )
-            try:
-                if kind == "env":
-                    # A handshake (not a Join) proves the env server is bound and speaking rlmesh.
-                    rlmesh.RemoteEnv(server.address, connect_timeout_seconds=1.0).close()
-                else:
-                    # rlmesh.serve binds the model's port only after load() returned.
-                    host, port = server.address.rsplit(":", 1)
-                    socket.create_connection((host, int(port)), timeout=1.0).close()
+            if accepts_connections(server.address, kind):
                 return
-            except (ConnectionError, OSError, TimeoutError):
-                if time.monotonic() > deadline:
-                    raise RuntimeBackendError(
-                        f"{kind} server not ready after {settings.RLMESH_SERVER_READY_TIMEOUT:g} s",
-                        permanent=False,
-                        log_tail=server.log_tail(),
-                    ) from None
-                time.sleep(0.1)
+            if time.monotonic() > deadline:
+                raise RuntimeBackendError(
+                    f"{kind} server not ready after {settings.RLMESH_SERVER_READY_TIMEOUT:g} s",
+                    permanent=False,
+                    log_tail=server.log_tail(),
+                )
+            time.sleep(0.1)

@@ -17,7 +17,7 @@ from django.utils import timezone
 from ..models import ImageRepository, ImageVersion
 from ..runtime import RuntimeBackendError, ServerSpec
 
-__all__ = ["ProbeFailed", "probe_version"]
+__all__ = ["ProbeFailed", "probe_version", "queue_probe"]
 
 logger = logging.getLogger(__name__)
 
@@ -186,3 +186,11 @@ def probe_version(version_id: int) -> str | None:
         if status == "passed" and not repo.kind:
             ImageRepository.objects.filter(pk=repo.pk, kind="").update(kind=kind)
     return status
+
+
+def queue_probe(version: ImageVersion) -> None:
+    """Mark a version ``queued`` (unless a probe runs right now) and send its probe task on commit."""
+    from ..tasks import probe_image
+
+    ImageVersion.objects.filter(pk=version.pk).exclude(probe_status="probing").update(probe_status="queued")
+    transaction.on_commit(lambda: probe_image.delay(version.pk))

@@ -10,7 +10,6 @@ import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import jwt
 import pytest
