@@ -551,7 +551,7 @@ def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
 def image_reprobe(request: HttpRequest, version_id: int) -> HttpResponse:
     """Queue another probe of one of the organization's own image versions."""
     from .models import ImageVersion
-    from .services.probes import queue_probe
+    from .services.probes import ProbeFailed, queue_probe
 
     membership = active_membership(request)
     if membership.role not in WRITE_ROLES:
@@ -559,6 +559,10 @@ def image_reprobe(request: HttpRequest, version_id: int) -> HttpResponse:
     version = ImageVersion.objects.filter(pk=version_id, repository__namespace=membership.organization.slug).first()
     if version is None:
         raise Http404("no such image version")
-    queue_probe(version)
+    try:
+        queue_probe(version)
+    except ProbeFailed as exc:
+        messages.error(request, str(exc))
+        return redirect("evaluations:image_list")
     messages.info(request, f"Probe of {version.repository.path}@{version.digest[:19]}… queued.")
     return redirect("evaluations:image_list")

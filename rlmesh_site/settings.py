@@ -248,6 +248,8 @@ RLMESH_REGISTRY_NOTIFY_SECRET = env_str("RLMESH_REGISTRY_NOTIFY_SECRET", hashlib
 RLMESH_REGISTRY_WORKER_SECRET = env_str("RLMESH_REGISTRY_WORKER_SECRET", hashlib.sha256(f"worker:{SECRET_KEY}".encode()).hexdigest())
 #: Docker Engine API endpoint for the docker runtime and probes (Podman's service here, Docker elsewhere).
 RLMESH_DOCKER_HOST = os.environ.get("DOCKER_HOST", f"unix://{VAR_DIR / 'podman.sock'}")
+#: Tags this deployment's containers, so the orphan reaper never touches another deployment's on a shared engine.
+RLMESH_INSTANCE_ID = os.environ.get("RLMESH_INSTANCE_ID", "") or hashlib.sha256(f"{VAR_DIR}:{SECRET_KEY}".encode()).hexdigest()[:12]
 #: Resource limits of every untrusted container (spec/CONTAINERS.md §6).
 RLMESH_CONTAINER_MEMORY = os.environ.get("RLMESH_CONTAINER_MEMORY", "1g")
 RLMESH_CONTAINER_CPUS = env_float("RLMESH_CONTAINER_CPUS", 1.0)

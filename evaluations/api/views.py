@@ -20,7 +20,7 @@ from ..choices import WRITE_ROLES, EpisodeStatus, cancel_refusal, may_cancel
 from ..filtersets import EvaluationFilterSet
 from ..models import ApiKey, Evaluation, ImageRepository, ImageVersion, Membership, Workload
 from ..services.registry import VersionInUse, delete_version
-from ..services.probes import queue_probe
+from ..services.probes import ProbeFailed, queue_probe
 from ..reports import evaluation_metrics, evaluation_scores
 from ..request_schema import EvaluationRequestSerializer
 from ..scoring import GROUP_FIELDS
@@ -405,9 +405,15 @@ class ImageDetailView(OrgScopedView):
             version = next((v for v in versions if parsed.tag in v.tags), None)
         else:
             version = repo.current_version
+            if version is None and parsed.checkpoint is None:
+                return Response(ImageSerializer(repo).data)  # the repository exists; it has no current version
         if version is None or (parsed.checkpoint is not None and parsed.checkpoint not in version.checkpoints):
             raise NotFound(f"image {reference} not found")
         return Response(ImageSerializer(repo).data)
+
+    @extend_schema(exclude=True)
+    def delete(self, request, reference: str):
+        raise ValidationError({"reference": ["name one version by digest: DELETE /v1/images/<namespace>/<repository>@sha256:…"]})
 
 
 # ------------------------------------------------------------------ registry
@@ -464,5 +470,8 @@ class ImageProbeView(OrgScopedView):
         )
         if version is None:
             raise NotFound(f"image {reference} not found")
-        queue_probe(version)
+        try:
+            queue_probe(version)
+        except ProbeFailed as exc:
+            return error_response(409, "conflict", str(exc))
         return Response({"reference": f"{repo.path}@{version.digest}", "probeStatus": "queued"}, status=status.HTTP_202_ACCEPTED)

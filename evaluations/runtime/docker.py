@@ -109,7 +109,8 @@ class DockerRuntime(RuntimeBackend):
             container = c.containers.run(
                 image, detach=True, name=f"rlmesh-{name}-{int(time.time() * 1000) % 10**8}",
                 environment=environment, ports={SERVING_PORT: ("127.0.0.1", None)},
-                labels={LABEL: "1", f"{LABEL}.name": name, **(labels or {})}, **isolation_kwargs(),
+                labels={LABEL: "1", f"{LABEL}.instance": settings.RLMESH_INSTANCE_ID, f"{LABEL}.name": name, **(labels or {})},
+                **isolation_kwargs(),
             )
         except Exception as exc:  # noqa: BLE001 - the engine's error text is what the user needs
             raise RuntimeBackendError(f"starting {image} failed: {exc}") from exc
@@ -151,11 +152,12 @@ class DockerRuntime(RuntimeBackend):
 
 
 def reap_orphans(live_names: set[str]) -> list[str]:
-    """Remove platform containers whose ``name`` label is not in ``live_names``; return the removed names."""
+    """Remove this deployment's containers whose ``name`` label is not in ``live_names``; return the removed
+    names. Containers of other deployments on the same engine (another ``instance`` label) are left alone."""
     removed = []
     c = client()
     try:
-        for container in c.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
+        for container in c.containers.list(all=True, filters={"label": f"{LABEL}.instance={settings.RLMESH_INSTANCE_ID}"}):
             name = container.labels.get(f"{LABEL}.name", "")
             if name not in live_names:
                 container.remove(force=True)

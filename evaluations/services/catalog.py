@@ -129,6 +129,8 @@ def resolve_reference(ref: str, *, kind: str, organization: Organization) -> Res
         version = repo.current_version
         if version is None:
             raise ReferenceError_(f"{repo.path} has no current version yet")
+    if version.probe_status == "deleted":
+        raise ReferenceError_(f"{repo.path}@{version.digest} was deleted")
     if version.probe_status != "passed":
         raise ReferenceError_(f"{repo.path}@{version.digest} is not usable: its probe is {version.probe_status}")
     if parsed.checkpoint is not None:

@@ -81,6 +81,16 @@ def _claimed_kind(config: dict, envelope: dict) -> str | None:
     return None
 
 
+def _served_target(command: list[str]) -> str | None:
+    """The ``module:Class`` that ``python -m rlmesh.serve`` is given in the image's command, if any."""
+    if "rlmesh.serve" not in command:
+        return None
+    args = command[command.index("rlmesh.serve") + 1 :]
+    if "--env" in args and args.index("--env") + 1 < len(args):
+        return args[args.index("--env") + 1]
+    return next((a for a in args if ":" in a and not a.startswith("-")), None)
+
+
 def _serves_env(address: str) -> bool:
     import rlmesh
 
@@ -140,6 +150,11 @@ def probe_version(version_id: int) -> str | None:
         envelope = _describe_label(labels, log)
         checkpoints = _package_checkpoints(labels, log)
         kind = _claimed_kind(config, envelope)
+        command = (config.get("Entrypoint") or []) + (config.get("Cmd") or [])
+        served_target = _served_target(command)
+        label_target = (envelope.get("target") or {}).get("entrypoint")
+        if served_target and label_target and served_target != label_target:
+            raise ProbeFailed(f"label dev.rlmesh.describe describes {label_target} but the image serves {served_target}; regenerate the label")
         if repo.kind and kind and kind != repo.kind:
             raise ProbeFailed(f"{repo.path} holds {repo.kind} images; this one is labelled {kind}")
         kind = kind or repo.kind or None
@@ -189,8 +204,13 @@ def probe_version(version_id: int) -> str | None:
 
 
 def queue_probe(version: ImageVersion) -> None:
-    """Mark a version ``queued`` (unless a probe runs right now) and send its probe task on commit."""
+    """Mark a version ``queued`` (unless a probe runs right now) and send its probe task on commit.
+
+    Raises ProbeFailed for a deleted version: push it again instead.
+    """
     from ..tasks import probe_image
 
+    if version.probe_status == "deleted":
+        raise ProbeFailed("this version was deleted; push it again to use it")
     ImageVersion.objects.filter(pk=version.pk).exclude(probe_status="probing").update(probe_status="queued")
     transaction.on_commit(lambda: probe_image.delay(version.pk))

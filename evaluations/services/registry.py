@@ -219,6 +219,10 @@ def record_push(event: dict) -> ImageVersion | None:
             if tag == "latest" and repo.current_version_id != version.pk:
                 repo.current_version = version
                 repo.save(update_fields=["current_version"])
+    if not created and version.probe_status == "deleted":
+        # Pushed again after a delete: a new life, probed again.
+        ImageVersion.objects.filter(pk=version.pk).update(probe_status="queued")
+        return version
     return version if created else None
 
 

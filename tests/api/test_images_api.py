@@ -92,3 +92,39 @@ def test_deleting_a_version_is_refused_while_an_evaluation_uses_it(api, tenant_a
     assert version.probe_status == "deleted" and repo.current_version is None  # kept: a finished evaluation names it
     assert api.delete("/v1/images/prebuilt/random@sha256:" + "4" * 64).status_code == 404
     assert tenant_a.client(tenant_a.viewer_key).delete(f"/v1/images/a/my-env@{version.digest}").status_code == 403
+
+
+def test_after_deleting_the_current_version_the_repository_remains_and_a_repush_is_probed_again(api, settings):
+    from evaluations.services.registry import record_push
+
+    settings.RLMESH_REGISTRY_HOST = "127.0.0.1:9"
+    digest = "sha256:" + "5" * 64
+    event = {"action": "push", "target": {"mediaType": "application/vnd.oci.image.manifest.v1+json", "repository": "a/thing", "digest": digest, "tag": "latest"}}
+    version = record_push(event)
+    assert version is not None and version.probe_status == "queued"
+    assert api.delete(f"/v1/images/a/thing@{digest}").status_code == 204
+    r = api.get("/v1/images/a/thing")
+    assert r.status_code == 200 and r.json()["currentVersion"] is None
+    assert api.delete("/v1/images/a/thing:latest").status_code == 400
+    again = record_push(event)  # pushed again after the delete: recorded and probed again
+    assert again is not None and again.probe_status == "queued" and again.digest == digest
+
+
+def test_a_deleted_version_cannot_be_probed_or_used(api, tenant_a):
+    import json
+
+    repo = ImageRepository.objects.create(namespace="a", name="gone", kind="env")
+    v = ImageVersion.objects.create(repository=repo, digest="sha256:" + "6" * 64, source="oci://x", probe_status="deleted")
+    r = api.post(f"/v1/images/a/gone@{v.digest}/probes")
+    assert r.status_code == 409 and "was deleted" in r.json()["error"]["message"]
+    body = {"model": "prebuilt/random", "tasks": [{"env": f"a/gone@{v.digest}", "taskId": "t", "episodes": 1}]}
+    r = api.post("/v1/evaluation-previews", data=json.dumps(body), content_type="application/json")
+    assert r.status_code == 400 and r.json()["error"]["message"].endswith("was deleted")
+
+
+def test_served_target_is_read_from_the_image_command():
+    from evaluations.services.probes import _served_target
+
+    assert _served_target(["python3", "-m", "rlmesh.serve"] + ["--env", "pkg.envs:Walk"]) == "pkg.envs:Walk"
+    assert _served_target(["python3", "-m", "rlmesh.serve", "pkg.models:Go", "--address", "0.0.0.0:1"]) == "pkg.models:Go"
+    assert _served_target(["python3", "/app/server.py"]) is None

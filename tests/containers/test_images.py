@@ -185,11 +185,17 @@ def test_the_reaper_removes_orphaned_containers(platform):
     import docker
 
     client = docker.DockerClient(base_url=platform.env["DOCKER_HOST"])
+    instance = subprocess.run([str(ROOT / ".venv/bin/python"), "-c", "import django; django.setup(); from django.conf import settings; print(settings.RLMESH_INSTANCE_ID)"],
+                              capture_output=True, text=True, env={**os.environ, **platform.env}, cwd=ROOT).stdout.strip()
     orphan = client.containers.run("localhost/rlmesh-classic-control:latest", detach=True,
-                                   labels={"dev.rlmesh.platform": "1", "dev.rlmesh.platform.name": "eval_gone-w0-s0-env"})
+                                   labels={"dev.rlmesh.platform": "1", "dev.rlmesh.platform.instance": instance, "dev.rlmesh.platform.name": "eval_gone-w0-s0-env"})
+    foreign = client.containers.run("localhost/rlmesh-classic-control:latest", detach=True,
+                                    labels={"dev.rlmesh.platform": "1", "dev.rlmesh.platform.instance": "another-deployment", "dev.rlmesh.platform.name": "eval_theirs-w0-s0-env"})
     env = {**os.environ, **platform.env}
     code = "from evaluations.services.evaluations import reap_containers; print(reap_containers())"
     out = subprocess.run([str(ROOT / ".venv/bin/python"), "-c", f"import django; django.setup(); {code}"],
                          capture_output=True, text=True, env=env, cwd=ROOT)
     assert "eval_gone-w0-s0-env" in out.stdout, out.stderr
-    assert orphan.id not in [c.id for c in client.containers.list(all=True)]
+    remaining = [c.id for c in client.containers.list(all=True)]
+    assert orphan.id not in remaining and foreign.id in remaining  # another deployment's container is left alone
+    foreign.remove(force=True)
