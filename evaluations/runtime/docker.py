@@ -131,7 +131,7 @@ class DockerRuntime(RuntimeBackend):
             if server.container.status in ("exited", "dead"):
                 code = server.container.attrs.get("State", {}).get("ExitCode")
                 tail = ""
-                for _ in range(10):  # the engine may still be writing the last output
+                for _ in range(25):  # the engine may still be writing the last output (seen: > 1 s under load)
                     tail = server.log_tail()
                     if tail:
                         break
