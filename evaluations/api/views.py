@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from ..choices import WRITE_ROLES, EpisodeStatus, cancel_refusal, may_cancel
 from ..filtersets import EvaluationFilterSet
-from ..models import ApiKey, Evaluation, ImageRepository, ImageVersion, Membership, Workload
+from ..models import ApiKey, Evaluation, ImageRepository, Membership, Workload
 from ..services.registry import VersionInUse, delete_version
 from ..services.probes import ProbeFailed, queue_probe
 from ..reports import evaluation_metrics, evaluation_scores
@@ -376,6 +376,25 @@ def _image_queryset(organization):
     return ImageRepository.objects.visible_to(organization).select_related("current_version").prefetch_related("versions")
 
 
+def _find_image(reference: str, repos):
+    """``(parsed, repository, version)`` for a reference among ``repos``: the version its digest or tag names,
+    else the current one (None when there is none). 404 for bad syntax or an unknown repository."""
+    try:
+        parsed = parse_reference(reference)
+    except ReferenceError_ as exc:
+        raise NotFound(str(exc)) from None
+    repo = repos.filter(namespace=parsed.namespace, name=parsed.repository).first()
+    if repo is None:
+        raise NotFound(f"image {reference} not found")
+    if parsed.digest:
+        version = next((v for v in repo.versions.all() if v.digest == parsed.digest), None)
+    elif parsed.tag:
+        version = next((v for v in repo.versions.all() if parsed.tag in v.tags), None)
+    else:
+        version = repo.current_version
+    return parsed, repo, version
+
+
 class ImageListView(OrgScopedView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Images this organization may use", operation_id="images_list")
     def get(self, request):
@@ -391,22 +410,9 @@ class ImageListView(OrgScopedView):
 class ImageDetailView(OrgScopedView):
     @extend_schema(responses={200: ImageSerializer, **ERRORS}, summary="One image repository")
     def get(self, request, reference: str):
-        try:
-            parsed = parse_reference(reference)
-        except ReferenceError_ as exc:
-            raise NotFound(str(exc)) from None
-        repo = _image_queryset(self.organization).filter(namespace=parsed.namespace, name=parsed.repository).first()
-        if repo is None:
-            raise NotFound(f"image {reference} not found")
-        versions = list(repo.versions.all())
-        if parsed.digest:
-            version = next((v for v in versions if v.digest == parsed.digest), None)
-        elif parsed.tag:
-            version = next((v for v in versions if parsed.tag in v.tags), None)
-        else:
-            version = repo.current_version
-            if version is None and parsed.checkpoint is None:
-                return Response(ImageSerializer(repo).data)  # the repository exists; it has no current version
+        parsed, repo, version = _find_image(reference, _image_queryset(self.organization))
+        if version is None and not (parsed.digest or parsed.tag or parsed.checkpoint):
+            return Response(ImageSerializer(repo).data)  # the repository exists; it has no current version
         if version is None or (parsed.checkpoint is not None and parsed.checkpoint not in version.checkpoints):
             raise NotFound(f"image {reference} not found")
         return Response(ImageSerializer(repo).data)
@@ -435,17 +441,9 @@ class ImageVersionDeleteView(ImageDetailView):
 
     @extend_schema(request=None, responses={204: None, 409: ErrorSerializer, **ERRORS}, summary="Delete an image version (not while an evaluation uses it)")
     def delete(self, request, reference: str):
-        try:
-            parsed = parse_reference(reference)
-        except ReferenceError_ as exc:
-            raise NotFound(str(exc)) from None
-        if parsed.namespace != self.organization.slug or not parsed.digest:
+        parsed, _, version = _find_image(reference, ImageRepository.objects.filter(namespace=self.organization.slug))
+        if version is None or not parsed.digest:
             raise NotFound(f"image {reference} not found; name a version of your namespace by digest (ns/repo@sha256:…)")
-        version = ImageVersion.objects.filter(
-            repository__namespace=parsed.namespace, repository__name=parsed.repository, digest=parsed.digest
-        ).select_related("repository").first()
-        if version is None:
-            raise NotFound(f"image {reference} not found")
         try:
             delete_version(version)
         except VersionInUse as exc:
@@ -456,18 +454,7 @@ class ImageVersionDeleteView(ImageDetailView):
 class ImageProbeView(OrgScopedView):
     @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT, **ERRORS}, summary="Probe an image version again")
     def post(self, request, reference: str):
-        try:
-            parsed = parse_reference(reference)
-        except ReferenceError_ as exc:
-            raise NotFound(str(exc)) from None
-        repo = ImageRepository.objects.filter(namespace=self.organization.slug, name=parsed.repository).first()
-        if repo is None or parsed.namespace != self.organization.slug:
-            raise NotFound(f"image {reference} not found")
-        version = (
-            repo.versions.filter(digest=parsed.digest).first() if parsed.digest
-            else next((v for v in repo.versions.all() if parsed.tag in v.tags), None) if parsed.tag
-            else repo.current_version
-        )
+        _, repo, version = _find_image(reference, ImageRepository.objects.filter(namespace=self.organization.slug))
         if version is None:
             raise NotFound(f"image {reference} not found")
         try:
