@@ -26,3 +26,4 @@ location = "127.0.0.1:${RLMESH_REGISTRY_PORT:-5000}"
 insecure = true
 CONF
 touch /etc/containers/nodocker
+bash "$(dirname "$0")/sandbox-network.sh"

@@ -254,6 +254,9 @@ RLMESH_INSTANCE_ID = os.environ.get("RLMESH_INSTANCE_ID", "") or hashlib.sha256(
 RLMESH_CONTAINER_MEMORY = os.environ.get("RLMESH_CONTAINER_MEMORY", "1g")
 RLMESH_CONTAINER_CPUS = env_float("RLMESH_CONTAINER_CPUS", 1.0)
 RLMESH_CONTAINER_PIDS = env_int("RLMESH_CONTAINER_PIDS", 256)
+#: Network of untrusted containers: containers/sandbox-network.sh makes "rlsandbox", where a container can only
+#: answer on its published serving port (no egress, no host services, no peers). "" = the engine's default bridge.
+RLMESH_CONTAINER_NETWORK = os.environ.get("RLMESH_CONTAINER_NETWORK", "rlsandbox")
 
 # -------------------------------------------------------------------- runtime
 #: Dotted path of the runtime backend for trusted (prebuilt) sources.

@@ -53,6 +53,20 @@ class PrebuiltImage:
         return "sha256:" + h.hexdigest()
 
 
+def describe_source(source: str) -> dict:
+    """The describe envelope (``rlmesh.describe``, schema_version 1) of a ``python://module:Class`` source, built
+    in this process; ``{}`` for other sources or when describing fails (the envelope then only lacks the spaces
+    used by the compatibility check)."""
+    if not source.startswith("python://"):
+        return {}
+    from rlmesh._describe import describe
+
+    try:
+        return json.loads(json.dumps(describe(source.removeprefix("python://"))))
+    except Exception:  # noqa: BLE001 - an envelope is optional metadata, never a reason to refuse the catalog
+        return {}
+
+
 def _classic_scenarios() -> list[dict]:
     return [
         {

@@ -4,7 +4,8 @@ SDK; Podman's compatible service here, Docker elsewhere), with the untrusted-ima
 Every container: pulled by digest with the worker's pull-only registry credential, ``RLMESH_ADDRESS`` set,
 the scenario's make kwargs in ``RLMESH_MAKE_KWARGS``, the request's ``envVars``, labels tying it to its
 evaluation, capabilities dropped, no new privileges, read-only root with a tmpfs ``/tmp``, memory/CPU/pid
-limits, a non-root user, and only the serving port published on 127.0.0.1. Removed on every exit path;
+limits, a non-root user, and only the serving port published on 127.0.0.1, on the sandbox network (no egress,
+no host services, no other containers: ``containers/sandbox-network.sh``). Removed on every exit path;
 :func:`reap_orphans` removes any whose shard is gone.
 """
 
@@ -55,6 +56,7 @@ def isolation_kwargs() -> dict:
         "nano_cpus": int(settings.RLMESH_CONTAINER_CPUS * 1e9),
         "pids_limit": settings.RLMESH_CONTAINER_PIDS,
         "user": "10001",
+        **({"network": settings.RLMESH_CONTAINER_NETWORK, "dns": ["127.0.0.1"]} if settings.RLMESH_CONTAINER_NETWORK else {}),
     }
 
 
@@ -104,6 +106,8 @@ class DockerRuntime(RuntimeBackend):
         }
         if spec.kwargs:
             environment["RLMESH_MAKE_KWARGS"] = json.dumps(spec.kwargs)
+        from docker.errors import NotFound
+
         c = client()
         try:
             container = c.containers.run(
@@ -112,6 +116,11 @@ class DockerRuntime(RuntimeBackend):
                 labels={LABEL: "1", f"{LABEL}.instance": settings.RLMESH_INSTANCE_ID, f"{LABEL}.name": name, **(labels or {})},
                 **isolation_kwargs(),
             )
+        except NotFound as exc:
+            network = settings.RLMESH_CONTAINER_NETWORK
+            hint = (f" (is the sandbox network {network!r} missing? run containers/sandbox-network.sh, or set "
+                    f"RLMESH_CONTAINER_NETWORK='' for the default bridge)") if network and "network" in str(exc) else ""
+            raise RuntimeBackendError(f"starting {image} failed: {exc}{hint}") from exc
         except Exception as exc:  # noqa: BLE001 - the engine's error text is what the user needs
             raise RuntimeBackendError(f"starting {image} failed: {exc}") from exc
         server = Container(container, "")

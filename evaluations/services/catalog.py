@@ -21,7 +21,7 @@ def sync_prebuilt() -> None:
     Idempotent: an unchanged entry keeps its version; a changed one gets a new version (new digest) that
     becomes current, and older versions stay for the evaluations that pinned them.
     """
-    from ..prebuilt.catalog import PREBUILT
+    from ..prebuilt.catalog import PREBUILT, describe_source
 
     for image in PREBUILT:
         repo, _ = ImageRepository.objects.update_or_create(
@@ -40,6 +40,10 @@ def sync_prebuilt() -> None:
                 "probe_status": "passed",
             },
         )
+        if created or not version.describe:
+            version.describe = describe_source(image.source)
+            if version.describe:
+                version.save(update_fields=["describe"])
         if created:
             for old in repo.versions.exclude(pk=version.pk):
                 if "latest" in old.tags:

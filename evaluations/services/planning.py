@@ -16,6 +16,7 @@ from ..choices import ImageKind
 from ..models import Organization
 from ..request_schema import EvaluationRequestSerializer, flatten_errors, unknown_field_warnings
 from .catalog import ReferenceError_, ResolvedImage, resolve_reference
+from .compatibility import adapter_problem
 
 __all__ = ["Plan", "PlannedWorkload", "RequestInvalid", "parse_request_body", "plan_evaluation", "shard_ranges"]
 
@@ -269,6 +270,22 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
                     "path": path,
                     "message": f'{model.reference} is incompatible with tasks[{j}] ({env.reference} {task["taskId"]}): '
                     f'it was trained for {", ".join(model.scenarios)}',
+                })
+    # ... and a model with a model_spec must resolve an adapter against each env's recorded tags and spaces.
+    resolved: dict[tuple[int, int], str | None] = {}
+    for i, model in enumerate(models):
+        if model is None or not (model.version.describe or {}).get("model_spec"):
+            continue
+        for j, (task, env, _) in enumerate(tasks):
+            key = (model.version.pk, env.version.pk)
+            if key not in resolved:
+                resolved[key] = adapter_problem(model.version.describe, env.version.describe)
+            if resolved[key]:
+                path = f"models[{i}].model" if model_path == "models" else "model.model"
+                errors.append({
+                    "path": path,
+                    "message": f"{model.reference} cannot be adapted to tasks[{j}].env ({env.reference} "
+                    f"{task['taskId']}): {resolved[key]}",
                 })
     if errors:
         raise RequestInvalid(errors)

@@ -3,13 +3,15 @@
 Pull it, read its config and ``dev.rlmesh.describe`` label, apply the admission rules of
 spec/PLATFORM_API.md §7 that can be checked on the config, start it with the isolation profile, check it
 serves the kind it claims (an env answers the rlmesh env handshake; a model does not), smoke-test an env
-(reset + one step), record its scenario catalog, and end ``passed`` or ``failed`` with a log a user can act on.
+(reset + one step) or a spec'd model (one predict on an observation synthesized from its spec), record its scenario catalog, and end ``passed`` or ``failed`` with a log a user can act on.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+
+import numpy as np
 
 from django.db import transaction
 from django.utils import timezone
@@ -48,8 +50,31 @@ def _describe_label(labels: dict, log: list[str]) -> dict:
         raise ProbeFailed("env label dev.rlmesh.describe has no env_tags")
     if envelope["kind"] == "env" and isinstance(envelope.get("env_spec"), dict) and "error" in envelope["env_spec"]:
         raise ProbeFailed(f"env_spec of the label reports an error: {envelope['env_spec']['error']}")
+    _admission_checks(labels, log)
     log.append(f"ok    dev.rlmesh.describe label: kind {envelope['kind']}, target {(envelope.get('target') or {}).get('entrypoint')}")
     return envelope
+
+
+def _admission_checks(labels: dict, log: list[str]) -> None:
+    """rlmesh's own label admission rules (the ones ``rlmesh check-image`` applies, PLATFORM_API.md §7): tags or a
+    spec that do not resolve even against themselves, error badges, edition mismatches.
+
+    One deliberate difference: an env without adapter tags is admitted with a warning, because spec-less models
+    (all of classic control) take its raw observation; pairing it with a spec'd model is refused at submit.
+    """
+    from rlmesh._describe import check_labels
+
+    report = check_labels({"dev.rlmesh.describe": labels["dev.rlmesh.describe"]})
+    for line in report.warnings:
+        log.append(f"warn  {line}")
+    failed = []
+    for line in report.failed:
+        if "declares no tags" in line:
+            log.append(f"warn  {line}; only models without a model_spec can run on it")
+        else:
+            failed.append(line)
+    if failed:
+        raise ProbeFailed("; ".join(failed))
 
 
 def _package_checkpoints(labels: dict, log: list[str]) -> dict:
@@ -114,6 +139,38 @@ def _smoke_env(address: str, log: list[str]) -> None:
         raise ProbeFailed(f"smoke test failed: {type(exc).__name__}: {exc}") from None
     finally:
         env.close()
+
+
+def _smoke_model(address: str, spec: dict, log: list[str]) -> None:
+    """One predict through the served model's own adapter, on an observation synthesized from its spec: a
+    stand-in env offering exactly the declared inputs is served on loopback next to the probe."""
+    import rlmesh
+
+    from .compatibility import SpaceUnreadable, synthetic_env_from_spec
+
+    try:
+        env, tags = synthetic_env_from_spec(spec)
+    except SpaceUnreadable as exc:
+        log.append(f"skip  predict smoke test: cannot synthesize an observation from the spec ({exc})")
+        return
+    server = rlmesh.EnvServer(env, "127.0.0.1:0", tags=tags)
+    server.start()
+    try:
+        remote_env = rlmesh.numpy.RemoteEnv(server.address, connect_timeout_seconds=5, request_timeout_seconds=30)
+        model = rlmesh.numpy.RemoteModel(address, connect_timeout_seconds=10, request_timeout_seconds=60)
+        with rlmesh.session(model, remote_env, close_env=True) as session:
+            observation, _ = session.reset(seed=0)
+            action = np.asarray(session.predict(observation))
+    except Exception as exc:  # noqa: BLE001 - the model's own error is the reason
+        raise ProbeFailed(f"predict smoke test failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        server.shutdown()
+    expected = env.action_space.shape
+    if action.shape != expected:
+        raise ProbeFailed(f"predict smoke test: the model returned an action of shape {list(action.shape)}, "
+                          f"its spec declares {list(expected)}")
+    log.append(f"ok    predict smoke test: one predict on an observation synthesized from the spec "
+               f"(inputs {', '.join(env.observation_space.spaces)}; action shape {list(expected)})")
 
 
 def probe_version(version_id: int) -> str | None:
@@ -181,6 +238,8 @@ def probe_version(version_id: int) -> str | None:
             _smoke_env(server.address, log)
         elif not envelope.get("model_spec"):
             log.append("warn  the model declares no model_spec: predict is smoke-tested when it first runs against an env")
+        else:
+            _smoke_model(server.address, envelope["model_spec"], log)
         if scenarios:
             log.append(f"ok    scenario catalog: {len(scenarios)} scenarios ({', '.join(s['id'] for s in scenarios[:5])}{'…' if len(scenarios) > 5 else ''})")
         status = "passed"

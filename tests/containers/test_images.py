@@ -199,3 +199,32 @@ def test_the_reaper_removes_orphaned_containers(platform):
     remaining = [c.id for c in client.containers.list(all=True)]
     assert orphan.id not in remaining and foreign.id in remaining  # another deployment's container is left alone
     foreign.remove(force=True)
+
+
+def test_sandboxed_containers_reach_nothing_but_answer_on_their_port(platform, settings):
+    """From inside a container on the sandbox network, a host service listening on all interfaces times out;
+    the same connect from a container on the engine's default bridge succeeds (so the network is what blocks)."""
+    import docker
+
+    from evaluations.runtime.docker import isolation_kwargs
+
+    listener = socket.socket()
+    listener.bind(("0.0.0.0", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    client = docker.DockerClient(base_url=platform.env["DOCKER_HOST"])
+    probe = ("import socket,sys\ns=socket.socket(); s.settimeout(3)\n"
+             "try:\n s.connect((sys.argv[1], int(sys.argv[2]))); print('connected')\nexcept OSError as e: print('blocked', e)")
+    results = {}
+    for network in ("rlsandbox", "podman"):
+        settings.RLMESH_CONTAINER_NETWORK = network
+        c = client.containers.run("localhost/rlmesh-classic-control:latest", detach=True, **isolation_kwargs())
+        try:
+            c.reload()
+            gateway = c.attrs["NetworkSettings"]["Networks"][network]["Gateway"]
+            results[network] = c.exec_run(["python3", "-c", probe, gateway, str(port)]).output.decode()
+        finally:
+            c.remove(force=True)
+    listener.close()
+    assert results["podman"].startswith("connected"), results
+    assert results["rlsandbox"].startswith("blocked"), results
