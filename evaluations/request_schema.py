@@ -116,7 +116,13 @@ class TaskSerializer(serializers.Serializer):
     )
     perturbation = StrictCharField(
         required=False, allow_null=True, allow_blank=True, default=None, max_length=128,
-        help_text="Named perturbation from the environment's catalog (none are available yet; `none` or null).",
+        help_text="`<name>:<strength>` from the perturbation catalog (obs_noise:σ, action_noise:σ, action_repeat:k, "
+        "action_delay:k, physics:s), or `none`/null. Applied reproducibly from each episode's seed.",
+    )
+    record = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, default=None, max_length=32,
+        help_text="Episode videos: `all`, `failures`, `first:N`, or `none`/null (default). H.264 MP4 from the env's "
+        "rendered frames, played in the dashboard's Episodes tab.",
     )
     metadata = StrictDictField(
         child=serializers.JSONField(), required=False, default=dict,

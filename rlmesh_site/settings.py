@@ -9,6 +9,7 @@ and must then provide ``SECRET_KEY``, ``ALLOWED_HOSTS``, ``API_KEY_PEPPER`` and
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -165,6 +166,19 @@ STATIC_URL = "static/"
 # Plotly's browser bundle ships inside the plotly wheel: served from there, never from a CDN.
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(__import__("plotly").__file__).parent / "package_data")]
 STATIC_ROOT = VAR_DIR / "static"
+
+# Episode videos and imported media go through Django's storage API: the filesystem under var/media by default;
+# any backend by dotted path (e.g. RLMESH_MEDIA_STORAGE=storages.backends.s3.S3Storage with django-storages[s3]
+# installed and its AWS_* settings in the environment). The dashboard serves them through an authorized view.
+MEDIA_ROOT = Path(os.environ.get("RLMESH_MEDIA_ROOT", VAR_DIR / "media"))
+MEDIA_URL = "/media/"
+STORAGES = {
+    "default": {
+        "BACKEND": os.environ.get("RLMESH_MEDIA_STORAGE", "django.core.files.storage.FileSystemStorage"),
+        "OPTIONS": json.loads(os.environ.get("RLMESH_MEDIA_STORAGE_OPTIONS", "{}")),
+    },
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 
 # Request bodies larger than this get 413 (the JSON parser checks Content-Length first).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 1024 * 1024)

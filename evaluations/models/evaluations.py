@@ -48,6 +48,8 @@ class Evaluation(models.Model):
     metadata = models.JSONField(default=dict)
     warnings = models.JSONField(default=list)
     error_message = models.TextField(blank=True)
+    #: "platform" for evaluations run here; "import" for rlmesh.result.v1 bundles uploaded from elsewhere.
+    origin = models.CharField(max_length=16, default="platform", choices=[("platform", "platform"), ("import", "import")])
     timeout_seconds = models.FloatField(null=True, blank=True)
     total_episodes = models.PositiveIntegerField(default=0)
     # Denormalized so list pages read progress without counting episodes; bumped in the same
@@ -93,14 +95,17 @@ class Workload(models.Model):
     evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="workloads")
     index = models.PositiveIntegerField()
     model_ref = models.CharField(max_length=300)
-    model_version = models.ForeignKey(ImageVersion, on_delete=models.PROTECT, related_name="+")
+    #: Null only for imported evaluations, whose model and env never passed through this platform's registry.
+    model_version = models.ForeignKey(ImageVersion, on_delete=models.PROTECT, related_name="+", null=True, blank=True)
     model_checkpoint = models.CharField(max_length=128, blank=True)
     env_ref = models.CharField(max_length=300)
-    env_version = models.ForeignKey(ImageVersion, on_delete=models.PROTECT, related_name="+")
+    env_version = models.ForeignKey(ImageVersion, on_delete=models.PROTECT, related_name="+", null=True, blank=True)
     task_id = models.CharField(max_length=300)
     benchmark = models.CharField(max_length=128, blank=True)
     scenario = models.CharField(max_length=300, blank=True)
     perturbation = models.CharField(max_length=128, blank=True)
+    #: Which episodes get a video: "none", "all", "failures" or "first:N" (see services.recording).
+    record = models.CharField(max_length=32, default="none")
     episodes = models.PositiveIntegerField()
     seed = models.BigIntegerField(default=0)
     workers = models.PositiveIntegerField(default=1)
@@ -177,6 +182,12 @@ class Episode(models.Model):
     step_ms = models.FloatField(null=True, blank=True, help_text="mean per-step env step latency")
     #: Log-bucketed per-step latency histograms ({"predict": {bucket: count}, "step": {...}}), see scoring.
     latency = models.JSONField(default=dict)
+    #: The perturbation as applied to this episode: {"name", "strength", ...drawn values such as a physics scale}.
+    perturbation = models.JSONField(default=dict)
+    #: H.264 MP4 of the episode when the task asked for recording (Django storage; filesystem by default).
+    video = models.FileField(upload_to="episodes/%Y/%m/", max_length=300, blank=True)
+    #: {"bytes", "frames", "fps", "width", "height", "encodeMs", "renderMs", "codec"} of ``video``.
+    video_meta = models.JSONField(default=dict)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(default=timezone.now)
 

@@ -42,7 +42,8 @@ class ClassicControl(rlmesh.EnvFactory):
     def make(self, env_id: str = "CartPole-v1"):  # type: ignore[override]
         import gymnasium as gym
 
-        return gym.make(env_id)
+        # rgb_array costs nothing until render() is called (only for recorded episodes).
+        return gym.make(env_id, render_mode="rgb_array")
 
     @classmethod
     def enumerate_variants(cls):

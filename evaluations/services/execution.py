@@ -12,13 +12,17 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from django.core.files.storage import default_storage
 from django.db import connection
 from django.utils import timezone
 
+from .. import perturbations
 from ..choices import EpisodeStatus, EvaluationStatus, LogLevel, ShardStatus, StopCondition
 from ..models import Episode, Evaluation, Shard, Workload
 from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for
+from ..perturbations import Perturber
 from ..scoring import episode_success, histogram_add
+from . import recording
 from .evaluations import claim_shard, finalize_evaluation, heartbeat, log, record_episode
 
 __all__ = ["EpisodeOutcome", "ShardRunner", "run_shard"]
@@ -87,6 +91,7 @@ class ShardRunner:
         self.env: ServedEndpoint | None = None
         self.model: ServedEndpoint | None = None
         self.random_model = self.workload.model_version.source == "builtin:random"
+        self.perturbation = perturbations.parse(self.workload.perturbation)
         self.start_failures = 0
         self.last_start_error = ""
 
@@ -155,6 +160,9 @@ class ShardRunner:
 
         hooks = _LatencyHooks().hooks
         base["started_at"] = timezone.now()  # the episode starts once its servers are ready
+        base["perturbation"] = self.perturbation.as_dict() if self.perturbation.name != "none" else {}
+        if self.perturbation.side == "driver" and self.perturbation.name != "none" or recording.renders(self.workload.record, index):
+            return self._run_session(index, seed, base, wall_cap=wall_cap)
         t0 = time.monotonic()
         env_client = None
         try:
@@ -215,6 +223,115 @@ class ShardRunner:
                 "finished_at": timezone.now(),
             }
         )
+
+    def _run_session(self, index: int, seed: int, base: dict, *, wall_cap: float) -> EpisodeOutcome:
+        """The episode as an explicit ``rlmesh.session`` loop, for what ``rlmesh.run`` cannot do: driver-side
+        perturbations between the model and the env, and rendering frames for a video. Same caps, stop
+        conditions and success rules as the plain path."""
+        import rlmesh
+
+        render = recording.renders(self.workload.record, index)
+        predict_h: dict[str, int] = {}
+        step_h: dict[str, int] = {}
+        predict_ms: list[float] = []
+        step_ms: list[float] = []
+        frames: list = []
+        render_ms = 0.0
+        t0 = time.monotonic()
+        env_client = None
+        steps, total, terminated, truncated, info = 0, 0.0, False, False, {}
+        try:
+            env_client = rlmesh.numpy.RemoteEnv(self.env.address, connect_timeout_seconds=10, request_timeout_seconds=self.request_timeout)
+            space = env_client.action_space
+            if self.random_model:
+                space.seed(seed)
+                model = rlmesh.numpy.Model(lambda obs: space.sample())
+            else:
+                model = rlmesh.numpy.RemoteModel(self.model.address, connect_timeout_seconds=10, request_timeout_seconds=self.request_timeout)
+            perturber = Perturber(self.perturbation, seed, space)
+            with rlmesh.session(model, env_client) as session:
+                obs, info = session.reset(seed=seed)
+
+                def grab(observation):
+                    nonlocal render_ms
+                    r0 = time.perf_counter()
+                    try:
+                        rendered = env_client.render()
+                    except Exception:  # noqa: BLE001 - an env that cannot render falls back to image observations
+                        rendered = None
+                    render_ms += (time.perf_counter() - r0) * 1000
+                    frame = recording.frame_from(rendered, observation)
+                    if frame is not None:
+                        frames.append(frame)
+
+                if render:
+                    grab(obs)
+                action = None
+                while True:
+                    if perturber.wants_prediction():
+                        p0 = time.perf_counter()
+                        action = session.predict(perturber.observation(obs))
+                        predict_ms.append((time.perf_counter() - p0) * 1000)
+                        histogram_add(predict_h, predict_ms[-1])
+                    s0 = time.perf_counter()
+                    obs, reward, terminated, truncated, info = session.step(perturber.action(action))
+                    step_ms.append((time.perf_counter() - s0) * 1000)
+                    histogram_add(step_h, step_ms[-1])
+                    steps += 1
+                    total += float(reward)
+                    if render:
+                        grab(obs)
+                    if terminated or truncated:
+                        break
+                    if (self.workload.max_steps and steps >= self.workload.max_steps) or steps >= RLMESH_STEP_BOUND \
+                            or time.monotonic() - t0 >= wall_cap:
+                        truncated = True
+                        break
+        except Exception as exc:  # noqa: BLE001 - as in run_episode: this episode fails, not the shard
+            wall_ms = (time.monotonic() - t0) * 1000
+            crashed = not (self.env and self.env.alive()) or not (self.random_model or (self.model and self.model.alive()))
+            kind = "timed out" if isinstance(exc, TimeoutError) else "failed"
+            message = f"episode {kind}: {type(exc).__name__}: {exc}" + (" (a server crashed)" if crashed else "")
+            return EpisodeOutcome(self._error_fields(base, message, wall_ms=wall_ms), restart=True)
+        finally:
+            if env_client is not None:
+                try:
+                    env_client.close()
+                except Exception:  # noqa: BLE001
+                    pass
+        wall_s = time.monotonic() - t0
+        stop = _stop_condition(terminated=terminated, truncated=truncated, steps=steps,
+                               max_steps=self.workload.max_steps, wall_s=wall_s, wall_cap=wall_cap)
+        flag = info.get("success", info.get("is_success")) if isinstance(info, dict) else None
+        success, source = episode_success(
+            env_flag=None if flag is None else bool(flag), criterion=self.workload.success_criterion,
+            terminated=terminated, reward=total, stop_condition=stop,
+        )
+        fields = {
+            **base,
+            "status": EpisodeStatus.COMPLETED, "reward": total, "success": success, "success_source": source,
+            "steps": steps, "terminated": terminated, "truncated": truncated, "stop_condition": stop,
+            "wall_ms": wall_s * 1000,
+            "predict_ms": sum(predict_ms) / len(predict_ms) if predict_ms else None,
+            "step_ms": sum(step_ms) / len(step_ms) if step_ms else None,
+            "latency": {"predict": predict_h, "step": step_h},
+            "finished_at": timezone.now(),
+        }
+        if render and recording.keeps(self.workload.record, success):
+            fields.update(self._video(index, frames, render_ms))
+        return EpisodeOutcome(fields)
+
+    def _video(self, index: int, frames: list, render_ms: float) -> dict:
+        if not frames:
+            return {"video_meta": {"error": "the env rendered no frames and its observation holds no image"}}
+        try:
+            data, meta = recording.encode_mp4(frames)
+            name = recording.store_video(
+                f"episodes/{self.evaluation.public_id}/w{self.workload.index:03d}-e{index:05d}.mp4", data)
+        except Exception as exc:  # noqa: BLE001 - a failed encode loses the video, never the episode
+            logger.exception("encoding the video of episode %s failed", index)
+            return {"video_meta": {"error": f"encoding failed: {type(exc).__name__}: {exc}"}}
+        return {"video": name, "video_meta": {**meta, "renderMs": round(render_ms, 1)}}
 
     def _error_fields(self, base: dict, message: str, *, wall_ms: float | None = None) -> dict:
         return {
@@ -284,7 +401,8 @@ def run_shard(shard_id: int) -> str | None:
                     {"seed": shard.workload.seed_for(index)}, f"not run: servers failed to start: {runner.last_start_error}"))
                 continue
             outcome = runner.run_episode(index, wall_cap=wall_cap)
-            record_episode(shard=shard, index=index, **outcome.fields)
+            if not record_episode(shard=shard, index=index, **outcome.fields) and outcome.fields.get("video"):
+                default_storage.delete(outcome.fields["video"])  # recorded by an earlier delivery: drop the copy
             if outcome.restart:
                 if outcome.fields.get("error"):
                     log(evaluation, f"episode {index} (seed {outcome.fields['seed']}): {outcome.fields['error']}", level=LogLevel.ERROR, shard=shard)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from .. import perturbations
 from ..choices import ImageKind
 from ..models import Organization
 from ..request_schema import EvaluationRequestSerializer, flatten_errors, unknown_field_warnings
@@ -124,6 +126,7 @@ class PlannedWorkload:
     perturbation: str
     episodes: int
     seed: int
+    record: str
     workers: int
     max_steps: int | None
     env_vars: dict
@@ -183,6 +186,33 @@ def _env_step_limit(w: PlannedWorkload) -> int:
     )
 
 
+_RECORD = re.compile(r"^first:([1-9][0-9]{0,5})$")
+
+
+def parse_record(value: str | None) -> str:
+    """Normalize a task's ``record``: None/""/"none" → "none"; "all", "failures", "first:N" (N ≥ 1) kept.
+    Raises ValueError naming the accepted forms."""
+    if value in (None, "", "none"):
+        return "none"
+    if value in ("all", "failures") or _RECORD.match(value):
+        return value
+    raise ValueError(f'"{value}" is not a recording mode; use "all", "failures", "first:N" or "none"')
+
+
+def _make_params(env: ResolvedImage) -> set[str]:
+    """Names of the env's make parameters, from its recorded describe envelope (empty when none was recorded)."""
+    spec = ((env.version.describe or {}).get("params") or {}).get("param_spec") or {}
+    return {p.get("name") for p in spec.get("params") or [] if isinstance(p, dict)}
+
+
+def _env_kwargs(scenario: dict | None, perturbation: str) -> dict:
+    kwargs = dict(scenario["params"]) if scenario else {}
+    p = perturbations.parse(perturbation)
+    if p.side == "env" and p.strength:
+        kwargs[p.name] = p.strength
+    return kwargs
+
+
 def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
     """Validate ``data`` (a parsed request object) and expand it into a :class:`Plan`. Writes nothing.
 
@@ -227,10 +257,16 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
             )
         if task["workers"] > task["episodes"]:
             warnings.append(f"tasks[{i}].workers: {task['workers']} workers for {task['episodes']} episodes; using {task['episodes']}")
-        if task.get("perturbation") not in (None, "", "none"):
-            errors.append(
-                {"path": f"tasks[{i}].perturbation", "message": f'unknown perturbation "{task["perturbation"]}" (available: none)'}
-            )
+        try:
+            perturbation = perturbations.parse(task.get("perturbation"))
+        except perturbations.PerturbationError as exc:
+            errors.append({"path": f"tasks[{i}].perturbation", "message": str(exc)})
+            perturbation = perturbations.Perturbation()
+        try:
+            record = parse_record(task.get("record"))
+        except ValueError as exc:
+            errors.append({"path": f"tasks[{i}].record", "message": str(exc)})
+            record = "none"
         total += task["episodes"]
         try:
             env = resolve_reference(task["env"], kind=ImageKind.ENV, organization=organization)
@@ -246,8 +282,14 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
                     {"path": f"tasks[{i}].taskId", "message": f'unknown scenario "{task["taskId"]}" for {env.reference} (known: {known})'}
                 )
                 continue
+        if perturbation.side == "env" and "physics" not in _make_params(env):
+            errors.append({
+                "path": f"tasks[{i}].perturbation",
+                "message": f"{perturbation.label} needs an env with a `physics` make parameter; {env.reference} has none "
+                "(driver-side perturbations work everywhere: obs_noise, action_noise, action_repeat, action_delay)",
+            })
         if len(errors) == before:
-            tasks.append((task, env, scenario))
+            tasks.append(({**task, "perturbation": perturbation.label, "record": record}, env, scenario))
     total *= max(1, len(req["models"]))
     if len(req["models"]) * len(req["tasks"]) > settings.RLMESH_MAX_WORKLOADS_PER_EVALUATION:
         errors.append({
@@ -302,13 +344,14 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
                     task_id=task["taskId"],
                     benchmark=benchmark,
                     scenario=scen,
-                    perturbation=task.get("perturbation") or "none",
+                    perturbation=task["perturbation"],
                     episodes=task["episodes"],
                     seed=task["seed"],
+                    record=task["record"],
                     workers=workers,
                     max_steps=task["maxSteps"],
                     env_vars=entry.get("envVars", {}),
-                    env_kwargs=dict(scenario["params"]) if scenario else {},
+                    env_kwargs=_env_kwargs(scenario, task["perturbation"]),
                     success_criterion=scenario.get("success") if scenario else None,
                     metadata=task.get("metadata", {}),
                     shards=shard_ranges(task["episodes"], workers, settings.RLMESH_MAX_EPISODES_PER_SHARD),
@@ -335,14 +378,15 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
                 "digest": env.version.digest,
                 "source": env.version.source,
                 "taskId": task["taskId"],
-                "makeKwargs": dict(scenario["params"]) if scenario else {},
+                "makeKwargs": _env_kwargs(scenario, task["perturbation"]),
                 "successCriterion": scenario.get("success") if scenario else None,
                 "episodes": task["episodes"],
                 "seed": task["seed"],
                 "seeds": list(range(task["seed"], task["seed"] + task["episodes"])),
                 "workers": min(task["workers"], task["episodes"]),
                 "maxSteps": task["maxSteps"],
-                "perturbation": task.get("perturbation") or "none",
+                "perturbation": task["perturbation"],
+                "record": task["record"],
             }
             for task, env, scenario in tasks
         ],
