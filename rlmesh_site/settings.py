@@ -276,6 +276,9 @@ RLMESH_CONTAINER_NETWORK = os.environ.get("RLMESH_CONTAINER_NETWORK", "rlsandbox
 #: Dotted path of the runtime backend for trusted (prebuilt) sources.
 RLMESH_RUNTIME = os.environ.get("RLMESH_RUNTIME", "evaluations.runtime.local.LocalRuntime")
 RLMESH_WORKFLOW_EDITION = "2026.06"
+#: Interpreters of the separate Python environments trusted sources may name as ``python+<name>://``; each env
+#: family that pins conflicting packages gets its own (scripts/setup-<name>.sh makes it).
+RLMESH_PYTHON_ENVS = {"metaworld": os.environ.get("RLMESH_METAWORLD_PYTHON", str(BASE_DIR / ".venv-metaworld" / "bin" / "python"))}
 #: Where the local runtime keeps unix sockets and server logs.
 RLMESH_RUN_DIR = Path(os.environ.get("RLMESH_RUN_DIR", VAR_DIR / "run"))
 #: Seconds an env or model server may take to accept a handshake after it is started.
@@ -289,6 +292,10 @@ RLMESH_MAX_EPISODES_PER_TASK = env_int("RLMESH_MAX_EPISODES_PER_TASK", 10_000)
 RLMESH_MAX_EPISODES_PER_EVALUATION = env_int("RLMESH_MAX_EPISODES_PER_EVALUATION", 100_000)
 RLMESH_MAX_WORKERS_PER_TASK = env_int("RLMESH_MAX_WORKERS_PER_TASK", 32)
 RLMESH_MAX_WORKLOADS_PER_EVALUATION = env_int("RLMESH_MAX_WORKLOADS_PER_EVALUATION", 1000)
+#: Imported result bundles (POST /v1/evaluations/imports): the upload, and the total uncompressed size of its
+#: members, are at most this many bytes; a bundle has at most this many zip members (evaluations/services/imports.py).
+RLMESH_IMPORT_MAX_BYTES = env_int("RLMESH_IMPORT_MAX_BYTES", 200 * 1024 * 1024)
+RLMESH_IMPORT_MAX_MEMBERS = env_int("RLMESH_IMPORT_MAX_MEMBERS", 20_000)
 #: A shard never holds more episodes than this, so it finishes well inside the broker's visibility timeout.
 RLMESH_MAX_EPISODES_PER_SHARD = env_int("RLMESH_MAX_EPISODES_PER_SHARD", 100)
 #: An evaluation whose errored episodes exceed this fraction ends `failed` instead of `completed`.

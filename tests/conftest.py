@@ -18,6 +18,7 @@ os.environ.setdefault("RLMESH_WORKFLOW_EDITION", "2026.06")
 def _fast_hashers(settings, tmp_path):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.RLMESH_RUN_DIR = tmp_path / "run"
+    settings.MEDIA_ROOT = tmp_path / "media"  # videos and imported media never land in the checkout
 
 
 def make_org(slug: str) -> Organization:

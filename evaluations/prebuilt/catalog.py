@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,15 +55,27 @@ class PrebuiltImage:
 
 
 def describe_source(source: str) -> dict:
-    """The describe envelope (``rlmesh.describe``, schema_version 1) of a ``python://module:Class`` source, built
-    in this process; ``{}`` for other sources or when describing fails (the envelope then only lacks the spaces
-    used by the compatibility check)."""
-    if not source.startswith("python://"):
-        return {}
-    from rlmesh._describe import describe
+    """The describe envelope (``rlmesh.describe``, schema_version 1) of a trusted ``python://module:Class`` source
+    (built in this process) or ``python+<venv>://`` source (built by that venv's interpreter); ``{}`` for other
+    sources or when describing fails: the envelope then only lacks what the compatibility check reads."""
+    import subprocess
+
+    from ..runtime.base import RuntimeBackendError
+    from ..runtime.local import interpreter_for
 
     try:
-        return json.loads(json.dumps(describe(source.removeprefix("python://"))))
+        python, target = interpreter_for(source)
+    except RuntimeBackendError:
+        return {}
+    try:
+        if python == sys.executable:
+            from rlmesh._describe import describe
+
+            return json.loads(json.dumps(describe(target)))
+        code = "import json, sys; from rlmesh._describe import describe; print(json.dumps(describe(sys.argv[1])))"
+        out = subprocess.run([python, "-c", code, target], capture_output=True, text=True, timeout=120,
+                             cwd=Path(__file__).resolve().parents[2], check=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
     except Exception:  # noqa: BLE001 - an envelope is optional metadata, never a reason to refuse the catalog
         return {}
 
@@ -79,6 +92,32 @@ def _classic_scenarios() -> list[dict]:
     ]
 
 
+#: Stated success criteria of the locomotion tasks (none reports a flag): Gymnasium's own reward thresholds where
+#: registered (HalfCheetah 4800, Hopper 3800, Ant 6000); Walker2d has none, so "did not fall for 1000 steps".
+LOCOMOTION_CRITERIA: dict[str, dict] = {
+    "HalfCheetah-v5": {"kind": "return_at_least", "threshold": 4800.0, "description": "episode return ≥ 4800 (Gymnasium's reward threshold)"},
+    "Hopper-v5": {"kind": "return_at_least", "threshold": 3800.0, "description": "episode return ≥ 3800 (Gymnasium's reward threshold)"},
+    "Walker2d-v5": {"kind": "survived", "description": "the walker stayed upright until the time limit (1000 steps)"},
+    "Ant-v5": {"kind": "return_at_least", "threshold": 6000.0, "description": "episode return ≥ 6000 (Gymnasium's reward threshold)"},
+}
+
+
+def _locomotion_scenarios() -> list[dict]:
+    from .robotics import LOCOMOTION
+
+    return [
+        {"id": f"locomotion/{env_id}", "name": name, "params": {"env_id": env_id}, "success": LOCOMOTION_CRITERIA[env_id]}
+        for env_id, name in LOCOMOTION.items()
+    ]
+
+
+def _goal_scenarios() -> list[dict]:
+    from .robotics import GOAL_REACHING
+
+    # Success is the env's own flag (is_success / success): no criterion needed.
+    return [{"id": f"{group}/{env_id}", "name": name, "params": {"env_id": env_id}} for env_id, (group, name) in GOAL_REACHING.items()]
+
+
 PREBUILT: tuple[PrebuiltImage, ...] = (
     PrebuiltImage(
         name="classic-control",
@@ -86,6 +125,21 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         source="python://evaluations.prebuilt.envs:ClassicControl",
         description="Gymnasium classic control (CartPole, MountainCar, Acrobot, Pendulum) and Box2D LunarLander.",
         scenarios=_classic_scenarios(),
+    ),
+    PrebuiltImage(
+        name="mujoco",
+        kind="env",
+        source="python://evaluations.prebuilt.robotics:MuJoCoLocomotion",
+        description="Gymnasium MuJoCo v5 locomotion: HalfCheetah, Hopper, Walker2d, Ant (1000 steps; physics "
+        "randomization via the physics perturbation).",
+        scenarios=_locomotion_scenarios(),
+    ),
+    PrebuiltImage(
+        name="gymnasium-robotics",
+        kind="env",
+        source="python://evaluations.prebuilt.robotics:GoalReaching",
+        description="gymnasium-robotics goal reaching: Fetch arm reach, point-mass U-maze; success from the env's flag.",
+        scenarios=_goal_scenarios(),
     ),
     PrebuiltImage(
         name="random",

@@ -77,13 +77,34 @@ class LocalServer(ServedEndpoint):
         return "\n".join(text.splitlines()[-lines:])
 
 
+def interpreter_for(source: str) -> tuple[str, str]:
+    """``(python executable, "module:Target")`` of a trusted source.
+
+    ``python://module:Target`` runs on this process's interpreter; ``python+<name>://module:Target`` on the
+    interpreter ``settings.RLMESH_PYTHON_ENVS[name]`` (a separate venv, e.g. Meta-World's, which pins its own
+    MuJoCo). Raises RuntimeBackendError for other sources or a venv that is not installed.
+    """
+    scheme, sep, target = source.partition("://")
+    if not sep or not (scheme == "python" or scheme.startswith("python+")):
+        raise RuntimeBackendError(f"the local runtime cannot serve {source!r}")
+    if scheme == "python":
+        return sys.executable, target
+    name = scheme.removeprefix("python+")
+    python = settings.RLMESH_PYTHON_ENVS.get(name)
+    if not python or not Path(python).exists():
+        raise RuntimeBackendError(
+            f"the {name!r} Python environment is not installed ({python or 'not configured'}); "
+            f"run scripts/setup-{name}.sh on this worker host"
+        )
+    return str(python), target
+
+
 class LocalRuntime(RuntimeBackend):
-    """Serve trusted ``python://module:Target`` sources as subprocesses (see module docstring)."""
+    """Serve trusted ``python://module:Target`` (or ``python+<venv>://``) sources as subprocesses (see module
+    docstring)."""
 
     def start(self, spec: ServerSpec, *, name: str) -> LocalServer:
-        if not spec.source.startswith("python://"):
-            raise RuntimeBackendError(f"the local runtime cannot serve {spec.source!r}")
-        target = spec.source.removeprefix("python://")
+        python, target = interpreter_for(spec.source)
         log_dir = Path(settings.RLMESH_RUN_DIR)
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"{name}.log"
@@ -96,7 +117,7 @@ class LocalRuntime(RuntimeBackend):
         else:
             address = f"127.0.0.1:{_free_port()}"
             argv = [target]
-        cmd = [sys.executable, "-m", "rlmesh.serve", *argv, "--address", address]
+        cmd = [python, "-m", "rlmesh.serve", *argv, "--address", address]
         if spec.kwargs:
             cmd += ["--kwargs-json", json.dumps(spec.kwargs)]
         env = {
