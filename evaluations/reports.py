@@ -58,11 +58,15 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
 
     ``episodesPerSecond``/``stepsPerSecond`` over the wall time from the first episode's start to the
     last one's end; per-step ``latencyMs`` p50/p95 of model predict and env step (from per-episode
-    histograms); ``queueWaitSeconds`` (shard queued → started); ``serverStartSeconds`` per server kind.
+    histograms); ``queueWaitSeconds`` (shard queued → started); ``serverStartSeconds`` per server kind;
+    ``videos``: how many episodes have a video, their size (bytes) and encode/render time (ms) per episode.
     """
     eps = list(
-        Episode.objects.filter(evaluation=evaluation).values("status", "steps", "started_at", "finished_at", "latency", "wall_ms")
+        Episode.objects.filter(evaluation=evaluation).values(
+            "status", "steps", "started_at", "finished_at", "latency", "wall_ms", "video", "video_meta"
+        )
     )
+    videos = [e["video_meta"] for e in eps if e["video"]]
     completed = [e for e in eps if e["status"] == EpisodeStatus.COMPLETED]
     starts = [e["started_at"] for e in eps if e["started_at"]]
     ends = [e["finished_at"] for e in eps if e["finished_at"]]
@@ -92,4 +96,11 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
         },
         "queueWaitSeconds": _dist(waits),
         "serverStartSeconds": {"env": _dist(env_starts), "model": _dist(model_starts)},
+        "videos": {
+            "count": len(videos),
+            "totalBytes": sum(v.get("bytes", 0) for v in videos),
+            "bytesPerEpisode": _dist([v["bytes"] for v in videos if "bytes" in v]),
+            "encodeMsPerEpisode": _dist([v["encodeMs"] for v in videos if "encodeMs" in v]),
+            "renderMsPerEpisode": _dist([v["renderMs"] for v in videos if "renderMs" in v]),
+        },
     }

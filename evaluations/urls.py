@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import views
+from . import import_views, views
 
 app_name = "evaluations"
 
@@ -10,10 +10,12 @@ urlpatterns = [
     path("", views.home, name="home"),
     re_path(r"^evaluations/?$", views.evaluation_list, name="evaluation_list"),
     re_path(r"^evaluations/new/?$", views.evaluation_new, name="evaluation_new"),
+    re_path(r"^evaluations/import/?$", import_views.evaluation_import, name="evaluation_import"),
     path("evaluations/preview", views.evaluation_preview, name="evaluation_preview"),
     re_path(r"^evaluations/(?P<public_id>eval_[0-9a-z]+)/?$", views.evaluation_detail, name="evaluation_detail"),
     path("evaluations/<str:public_id>/progress", views.evaluation_progress, name="evaluation_progress"),
     path("evaluations/<str:public_id>/cancel", views.evaluation_cancel, name="evaluation_cancel"),
+    path("evaluations/<str:public_id>/episodes/<int:episode_id>/video.mp4", views.episode_video, name="episode_video"),
     path("evaluations/<str:public_id>/request.json", views.evaluation_request_download, name="evaluation_request"),
     re_path(r"^evaluations/(?P<public_id>eval_[0-9a-z]+)/(?P<tab>overview|episodes|configuration|logs)/?$",
             views.evaluation_detail, name="evaluation_tab"),

@@ -29,6 +29,7 @@ from .choices import ACTIVE_STATUSES, ADMIN_ROLES, WRITE_ROLES, EpisodeStatus, E
 from .filtersets import EvaluationFilterSet
 from .forms import EPISODE_SORTS, ApiKeyForm, LaunchForm, catalog_choices
 from .htmx import is_partial, render_page_or_partial
+from .media import ranged_file_response
 from .models import ApiKey, Episode, Evaluation, ImageRepository, Invitation, Membership, Workload
 from .reports import episode_rows
 from .services.evaluations import CancelRefused, cancel_evaluation, create_evaluation
@@ -196,6 +197,8 @@ def _episodes_context(request: HttpRequest, evaluation: Evaluation) -> dict:
         qs = qs.filter(status=EpisodeStatus.COMPLETED, success=False)
     elif show == "errors":
         qs = qs.filter(status=EpisodeStatus.ERROR)
+    elif show == "videos":
+        qs = qs.exclude(video="")
     task = request.GET.get("task", "")
     if task:
         qs = qs.filter(workload__task_id=task)
@@ -252,6 +255,20 @@ def evaluation_detail(request: HttpRequest, public_id: str, tab: str = "overview
     else:
         context["logs"] = evaluation.logs.order_by("id")[:2000]
     return render_page_or_partial(request, "evaluations/evaluation_detail.html", f"tab-{tab}", context)
+
+
+@login_required
+@require_GET
+def episode_video(request: HttpRequest, public_id: str, episode_id: int) -> HttpResponse:
+    """The episode's MP4, with range requests (the Episodes tab's inline player seeks through it)."""
+    evaluation = _org_evaluation(request, public_id, Evaluation.objects.all())
+    episode = evaluation.episodes.filter(pk=episode_id).exclude(video="").first()
+    if episode is None:
+        raise Http404("no video for this episode")
+    try:
+        return ranged_file_response(request, episode.video.name)
+    except FileNotFoundError:
+        raise Http404("the video file is missing from storage") from None
 
 
 @login_required

@@ -9,7 +9,10 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from evaluations.models import ApiKey, Evaluation, ImageRepository, ImageVersion, Membership
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+
+from evaluations.models import ApiKey, Episode, Evaluation, ImageRepository, ImageVersion, Membership
 from evaluations.services.evaluations import create_evaluation
 from evaluations.services.planning import plan_evaluation
 from tests.conftest import cartpole_request
@@ -24,6 +27,7 @@ API_OBJECT_ROUTES = [
     ("get", "evaluations-api:metrics", "/v1/evaluations/{e}/metrics"),
     ("get", "evaluations-api:episodes", "/v1/evaluations/{e}/episodes"),
     ("get", "evaluations-api:logs", "/v1/evaluations/{e}/logs"),
+    ("get", "evaluations-api:episode-video", "/v1/evaluations/{e}/episodes/{ep}/video"),
     ("get", "evaluations-api:image", "/v1/images/{img}"),
     ("post", "evaluations-api:image-probes", "/v1/images/{img}/probes"),
     ("delete", "evaluations-api:image-version", "/v1/images/{img}@{digest}"),
@@ -37,12 +41,13 @@ DASHBOARD_OBJECT_ROUTES = [
     ("get", "evaluations:evaluation_progress", "/evaluations/{e}/progress"),
     ("post", "evaluations:evaluation_cancel", "/evaluations/{e}/cancel"),
     ("get", "evaluations:evaluation_request", "/evaluations/{e}/request.json"),
+    ("get", "evaluations:episode_video", "/evaluations/{e}/episodes/{ep}/video.mp4"),
     ("get", "evaluations:evaluation_new", "/evaluations/new?from={e}"),
     ("post", "evaluations:api_key_revoke", "/settings/api-keys/{k}/revoke"),
     ("post", "evaluations:member_update", "/settings/members/{m}"),
     ("post", "evaluations:image_reprobe", "/images/versions/{v}/probes"),
 ]
-ID_KWARGS = {"public_id", "key_id", "membership_id", "reference", "version_id"}
+ID_KWARGS = {"public_id", "key_id", "membership_id", "reference", "version_id", "episode_id"}
 
 
 def _patterns(resolver, prefix=""):
@@ -64,6 +69,10 @@ def test_the_matrix_covers_every_route_that_takes_an_id():
 def world(tenant_a, tenant_b):
     evaluation = create_evaluation(plan=plan_evaluation(cartpole_request(), organization=tenant_a.org),
                                    raw_body=json.dumps(cartpole_request()), organization=tenant_a.org, creator=tenant_a.user)
+    workload = evaluation.workloads.get()
+    video = default_storage.save("episodes/test/ep.mp4", ContentFile(b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 100))
+    episode = Episode.objects.create(evaluation=evaluation, workload=workload, index=0, seed=0, status="completed", reward=1.0, success=True,
+                                     stop_condition="time_limit", video=video, video_meta={"bytes": 112})
     repo = ImageRepository.objects.create(namespace=tenant_a.org.slug, name="private-env", kind="env")
     repo.current_version = ImageVersion.objects.create(repository=repo, digest="sha256:" + "2" * 64, source="python://x:Y", tags=["latest"])
     repo.save()
@@ -74,6 +83,7 @@ def world(tenant_a, tenant_b):
         "m": Membership.objects.get(user=tenant_a.user, organization=tenant_a.org).pk,
         "v": repo.current_version.pk,
         "digest": repo.current_version.digest,
+        "ep": episode.pk,
     }
 
 

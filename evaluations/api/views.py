@@ -7,6 +7,7 @@ import json
 
 from django.conf import settings
 from django.db.models import Count, Prefetch, Q
+from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -18,6 +19,7 @@ from rest_framework.views import APIView
 
 from ..choices import WRITE_ROLES, EpisodeStatus, cancel_refusal, may_cancel
 from ..filtersets import EvaluationFilterSet
+from ..media import ranged_file_response
 from ..models import ApiKey, Evaluation, ImageRepository, Membership, Workload
 from ..services.registry import VersionInUse, delete_version
 from ..services.probes import ProbeFailed, queue_probe
@@ -319,7 +321,7 @@ class EpisodeListView(OrgScopedView):
         page = list(qs[: limit + 1])
         more = len(page) > limit
         page = page[:limit]
-        return Response({"items": [_episode_dict(e) for e in page], "nextCursor": _encode_position(page[-1].pk) if more else None})
+        return Response({"items": [_episode_dict(e, evaluation.public_id) for e in page], "nextCursor": _encode_position(page[-1].pk) if more else None})
 
 
 class LogListView(OrgScopedView):
@@ -346,8 +348,31 @@ class LogListView(OrgScopedView):
         )
 
 
-def _episode_dict(e) -> dict:
+class EpisodeVideoView(OrgScopedView):
+    @extend_schema(
+        responses={(200, "video/mp4"): OpenApiTypes.BINARY, (206, "video/mp4"): OpenApiTypes.BINARY, **ERRORS},
+        summary="The episode's H.264 MP4 (when its task recorded it); honours Range requests",
+    )
+    def get(self, request, public_id: str, episode_id: int):
+        evaluation = self.get_evaluation(public_id)
+        episode = evaluation.episodes.filter(pk=episode_id).exclude(video="").first()
+        if episode is None:
+            raise NotFound("this episode has no video")
+        try:
+            return ranged_file_response(request, episode.video.name)
+        except FileNotFoundError:
+            raise NotFound("the video file is missing from storage") from None
+
+
+def _episode_dict(e, public_id: str) -> dict:
+    video = None
+    if e.video:
+        video = {
+            "url": reverse("evaluations-api:episode-video", args=[public_id, e.pk]),
+            **{k: v for k, v in e.video_meta.items() if k in ("codec", "frames", "fps", "width", "height", "bytes", "encodeMs", "renderMs")},
+        }
     return {
+        "id": e.pk,
         "workload": e.workload.index,
         "model": e.workload.model_ref,
         "env": e.workload.env_ref,
@@ -363,6 +388,8 @@ def _episode_dict(e) -> dict:
         "truncated": e.truncated,
         "stopCondition": e.stop_condition,
         "error": e.error or None,
+        "perturbation": e.perturbation or None,
+        "video": video,
         "wallMs": e.wall_ms,
         "predictMs": e.predict_ms,
         "stepMs": e.step_ms,

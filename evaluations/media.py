@@ -1,0 +1,58 @@
+"""Serving stored episode media with HTTP range requests (RFC 9110 §14), so browsers can seek in a video.
+
+Media live in Django's default storage (filesystem or any backend); the views that call this check the
+organization first. Only single ranges are honoured; a multi-range request gets the whole file (allowed by the RFC).
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.core.files.storage import default_storage
+from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
+
+__all__ = ["ranged_file_response"]
+
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+CHUNK = 64 * 1024
+
+
+def _chunks(fh, length: int):
+    try:
+        while length > 0:
+            data = fh.read(min(CHUNK, length))
+            if not data:
+                break
+            length -= len(data)
+            yield data
+    finally:
+        fh.close()
+
+
+def ranged_file_response(request: HttpRequest, name: str, content_type: str = "video/mp4") -> HttpResponse:
+    """200 with the whole stored file ``name``, or 206 with the bytes a ``Range: bytes=a-b`` header asks for
+    (416 with ``Content-Range: bytes */size`` when the range lies outside the file). Always sends
+    ``Accept-Ranges: bytes``. Raises FileNotFoundError if the storage has no such file."""
+    size = default_storage.size(name)
+    match = _RANGE.match(request.headers.get("Range", "").strip())
+    if not match or (not match[1] and not match[2]):
+        response = FileResponse(default_storage.open(name, "rb"), content_type=content_type)
+        response["Accept-Ranges"] = "bytes"
+        response["Content-Length"] = str(size)
+        return response
+    if match[1]:
+        start = int(match[1])
+        end = min(int(match[2]), size - 1) if match[2] else size - 1
+    else:  # suffix range: the last N bytes
+        start, end = max(0, size - int(match[2])), size - 1
+    if start >= size or end < start:
+        response = HttpResponse(status=416)
+        response["Content-Range"] = f"bytes */{size}"
+        return response
+    fh = default_storage.open(name, "rb")
+    fh.seek(start)
+    response = StreamingHttpResponse(_chunks(fh, end - start + 1), status=206, content_type=content_type)
+    response["Content-Range"] = f"bytes {start}-{end}/{size}"
+    response["Content-Length"] = str(end - start + 1)
+    response["Accept-Ranges"] = "bytes"
+    return response

@@ -1,0 +1,75 @@
+"""Episode videos over the API and the dashboard: range requests, metadata in episodes and metrics."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from django.test import Client
+
+from evaluations.models import Episode
+from evaluations.services.evaluations import create_evaluation
+from evaluations.services.planning import plan_evaluation
+from evaluations.services.recording import encode_mp4, store_video
+from tests.conftest import cartpole_request
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def recorded(tenant_a):
+    evaluation = create_evaluation(plan=plan_evaluation(cartpole_request(), organization=tenant_a.org),
+                                   raw_body=json.dumps(cartpole_request()), organization=tenant_a.org, creator=tenant_a.user)
+    frames = [np.full((64, 96, 3), i * 8, np.uint8) for i in range(30)]
+    data, meta = encode_mp4(frames)
+    name = store_video(f"episodes/{evaluation.public_id}/w000-e00000.mp4", data)
+    workload = evaluation.workloads.get()
+    ep = Episode.objects.create(evaluation=evaluation, workload=workload, index=0, seed=0, status="completed", reward=9.0,
+                                success=False, steps=29, stop_condition="terminated", video=name, video_meta={**meta, "renderMs": 12.5})
+    Episode.objects.create(evaluation=evaluation, workload=workload, index=1, seed=1, status="completed", reward=500.0,
+                           success=True, steps=500, stop_condition="time_limit")
+    return evaluation, ep, data
+
+
+def test_encoded_video_is_h264_mp4_with_faststart(recorded):
+    _, ep, data = recorded
+    assert data[4:8] == b"ftyp"
+    assert data.find(b"moov") < data.find(b"mdat")  # +faststart: playable before the whole file arrived
+    assert ep.video_meta["frames"] == 30 and ep.video_meta["codec"] == "h264" and ep.video_meta["bytes"] == len(data)
+
+
+def test_api_lists_video_metadata_and_serves_ranges(api, recorded):
+    evaluation, ep, data = recorded
+    items = api.get(f"/v1/evaluations/{evaluation.public_id}/episodes").json()["items"]
+    video = items[0]["video"]
+    assert video["url"] == f"/v1/evaluations/{evaluation.public_id}/episodes/{ep.pk}/video"
+    assert video["bytes"] == len(data) and video["frames"] == 30 and items[1]["video"] is None
+    whole = api.get(video["url"])
+    assert whole.status_code == 200 and whole["Accept-Ranges"] == "bytes" and b"".join(whole.streaming_content) == data
+    part = api.get(video["url"], HTTP_RANGE="bytes=10-19")
+    assert part.status_code == 206 and part["Content-Range"] == f"bytes 10-19/{len(data)}"
+    assert b"".join(part.streaming_content) == data[10:20]
+    tail = api.get(video["url"], HTTP_RANGE="bytes=-5")
+    assert tail.status_code == 206 and b"".join(tail.streaming_content) == data[-5:]
+    assert api.get(video["url"], HTTP_RANGE=f"bytes={len(data)}-").status_code == 416
+    other = Episode.objects.exclude(pk=ep.pk).get()
+    assert api.get(f"/v1/evaluations/{evaluation.public_id}/episodes/{other.pk}/video").status_code == 404
+
+
+def test_metrics_report_video_size_and_encode_time(api, recorded):
+    evaluation, ep, data = recorded
+    videos = api.get(f"/v1/evaluations/{evaluation.public_id}/metrics").json()["videos"]
+    assert videos["count"] == 1 and videos["totalBytes"] == len(data)
+    assert videos["encodeMsPerEpisode"]["p50"] == ep.video_meta["encodeMs"] and videos["renderMsPerEpisode"]["max"] == 12.5
+
+
+def test_episodes_tab_plays_videos_inline(tenant_a, recorded):
+    evaluation, ep, _ = recorded
+    web = Client()
+    web.force_login(tenant_a.user)
+    html = web.get(f"/evaluations/{evaluation.public_id}/episodes?show=videos").content.decode()
+    assert f'src="/evaluations/{evaluation.public_id}/episodes/{ep.pk}/video.mp4"' in html and "<video" in html
+    assert html.count("<video") == 1  # the filter keeps only episodes with a video
+    r = web.get(f"/evaluations/{evaluation.public_id}/episodes/{ep.pk}/video.mp4", HTTP_RANGE="bytes=0-1")
+    assert r.status_code == 206 and r["Content-Type"] == "video/mp4"
