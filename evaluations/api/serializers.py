@@ -68,9 +68,9 @@ class EvaluationSerializer(serializers.Serializer):
 class WorkloadSerializer(serializers.Serializer):
     index = serializers.IntegerField()
     model = serializers.CharField(source="model_ref")
-    modelDigest = serializers.CharField(source="model_version.digest")  # noqa: N815
+    modelDigest = serializers.CharField(source="model_version.digest", allow_null=True, help_text="null for imported evaluations")  # noqa: N815
     env = serializers.CharField(source="env_ref")
-    envDigest = serializers.CharField(source="env_version.digest")  # noqa: N815
+    envDigest = serializers.CharField(source="env_version.digest", allow_null=True, help_text="null for imported evaluations")  # noqa: N815
     taskId = serializers.CharField(source="task_id")  # noqa: N815
     benchmark = serializers.CharField()
     scenario = serializers.CharField()

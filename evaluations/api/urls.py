@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import registry_views, views
+from . import import_views, registry_views, views
 
 app_name = "evaluations-api"
 
@@ -13,11 +13,14 @@ urlpatterns = [
     path("me/session", views.MySessionView.as_view(), name="me-session"),
     path("evaluation-previews", views.EvaluationPreviewView.as_view(), name="evaluation-previews"),
     path("evaluations", views.EvaluationListView.as_view(), name="evaluations"),
+    # Before evaluations/<public_id>, which would otherwise take "imports" for an id.
+    path("evaluations/imports", import_views.EvaluationImportView.as_view(), name="evaluation-imports"),
     path("evaluations/<str:public_id>", views.EvaluationDetailView.as_view(), name="evaluation"),
     path("evaluations/<str:public_id>/cancellations", views.CancellationView.as_view(), name="cancellations"),
     path("evaluations/<str:public_id>/scores", views.ScoresView.as_view(), name="scores"),
     path("evaluations/<str:public_id>/metrics", views.MetricsView.as_view(), name="metrics"),
     path("evaluations/<str:public_id>/episodes", views.EpisodeListView.as_view(), name="episodes"),
+    path("evaluations/<str:public_id>/episodes/<int:episode_id>/video", views.EpisodeVideoView.as_view(), name="episode-video"),
     path("evaluations/<str:public_id>/logs", views.LogListView.as_view(), name="logs"),
     path("registry/info", views.RegistryInfoView.as_view(), name="registry-info"),
     path("registry/token", registry_views.registry_token, name="registry-token"),

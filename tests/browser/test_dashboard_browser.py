@@ -102,3 +102,28 @@ def test_catalog_and_compare_pages(page, live):
         page.click("#compare-form button")
         page.locator("#compare-table").wait_for()
     shot(page, "compare")
+
+
+def test_a_recorded_failing_episode_plays_in_the_episodes_tab(page, live):
+    body = {"name": "video check", "model": "prebuilt/random",
+            "tasks": [{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 2, "record": "failures"}]}
+    r = live.cli("eval", "submit", "-", "--wait", "--json", stdin=json.dumps(body))
+    assert r.returncode == 0, r.stderr
+    eval_id = json.JSONDecoder().raw_decode(r.stdout)[0]["id"]  # --wait prints the submit response, then the final one
+    page.goto(f"{live.url}/evaluations/{eval_id}/episodes?show=videos")
+    rows = page.locator("#episodes-table tbody tr")
+    assert rows.count() == 2  # random CartPole fails every episode, so both were kept
+    page.locator("details.video summary").first.click()
+    video = page.locator("details.video video").first
+    duration = video.evaluate(
+        """v => new Promise((resolve, reject) => {
+             if (v.readyState >= 1) return resolve(v.duration);
+             v.addEventListener('loadedmetadata', () => resolve(v.duration));
+             v.addEventListener('error', () => reject(new Error('video error ' + (v.error && v.error.code))));
+           })"""
+    )
+    steps = int(rows.first.locator("td").nth(6).inner_text())
+    assert duration == pytest.approx((steps + 1) / 30, abs=0.1)
+    video.evaluate("v => { v.muted = true; return v.play(); }")
+    page.wait_for_function("v => v.currentTime > 0", arg=video.element_handle())
+    shot(page, "episode-video")

@@ -1,0 +1,113 @@
+"""``POST /v1/evaluations/imports``: import a local run (an ``rlmesh.result.v1`` bundle) as a completed evaluation."""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.core.files.uploadedfile import TemporaryUploadedFile
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import parsers, serializers, status
+from rest_framework.exceptions import ParseError
+from rest_framework.response import Response
+
+from ..models import ApiKey
+from ..services.imports import import_bundle
+from ..services.planning import RequestInvalid
+from .parsers import PayloadTooLarge
+from .serializers import ErrorSerializer, EvaluationDetailSerializer
+from .views import ERRORS, OrgScopedView, _detail_queryset
+
+__all__ = ["EvaluationImportView"]
+
+_FILENAME = re.compile(r"""filename\*?=(?:UTF-8'')?"?([^";]+)"?""", re.IGNORECASE)
+
+
+def _upload_limit() -> int:
+    return settings.RLMESH_IMPORT_MAX_BYTES
+
+
+class ZipBodyParser(parsers.BaseParser):
+    """A raw ``application/zip`` body, spooled to a temporary file (never held in memory).
+
+    Returns a TemporaryUploadedFile named after ``Content-Disposition``'s filename (else ``bundle.zip``), or
+    None for an empty body. Raises PayloadTooLarge past ``RLMESH_IMPORT_MAX_BYTES``.
+    """
+
+    media_type = "application/zip"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        if stream is None:
+            return None
+        request = parser_context["request"]
+        match = _FILENAME.search(request.META.get("HTTP_CONTENT_DISPOSITION", ""))
+        upload = TemporaryUploadedFile(match.group(1) if match else "bundle.zip", self.media_type, 0, None)
+        limit, size = _upload_limit(), 0
+        while chunk := stream.read(1024 * 1024):
+            size += len(chunk)
+            if size > limit:
+                upload.close()
+                raise PayloadTooLarge(f"the bundle is larger than {limit} bytes (RLMESH_IMPORT_MAX_BYTES)")
+            upload.write(chunk)
+        upload.size = size
+        upload.seek(0)
+        return upload
+
+
+class OctetStreamZipBodyParser(ZipBodyParser):
+    media_type = "application/octet-stream"
+
+
+class EvaluationImportView(OrgScopedView):
+    """Members and above import bundles; viewers get 403 (``IsOrganizationMember``)."""
+
+    parser_classes = [parsers.MultiPartParser, ZipBodyParser, OctetStreamZipBodyParser]
+
+    @extend_schema(
+        request={
+            "multipart/form-data": inline_serializer(
+                "EvaluationImportRequest",
+                {
+                    "bundle": serializers.FileField(help_text="the .zip that rlmesh.Recorder.export() wrote"),
+                    "name": serializers.CharField(required=False, help_text="evaluation name (default: Import of <file name>)"),
+                },
+            ),
+            "application/zip": OpenApiTypes.BINARY,
+        },
+        parameters=[OpenApiParameter("name", str, description="evaluation name, for a raw application/zip body")],
+        responses={201: EvaluationDetailSerializer, 413: ErrorSerializer, **ERRORS},
+        summary="Import a local run: an rlmesh.result.v1 bundle becomes a completed evaluation",
+        description=(
+            "Send the bundle as the multipart field `bundle` (optional field `name`), or as a raw `application/zip` "
+            "body (optional `?name=`; the file name from `Content-Disposition`). Errors name a path: `bundle`, "
+            "`bundle:<zip member>` or `result.json$.<JSON path>` (e.g. `result.json$.workloads[0].episodes[3].reward`)."
+        ),
+    )
+    def post(self, request):
+        limit = _upload_limit()
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > limit:
+            raise PayloadTooLarge(f"request body is {length} bytes; the limit for a bundle is {limit} (RLMESH_IMPORT_MAX_BYTES)")
+        try:
+            data = request.data
+        except ParseError as exc:
+            raise RequestInvalid([{"path": "bundle", "message": f"the upload could not be read: {exc.detail}"}]) from None
+        raw_upload = hasattr(data, "read")
+        bundle = data if raw_upload else request.FILES.get("bundle")
+        name = request.query_params.get("name", "") if raw_upload else data.get("name", "")
+        if bundle is None:
+            raise RequestInvalid([{"path": "bundle", "message": "is required: send the .zip as the multipart field bundle, or as an application/zip body"}])
+        try:
+            evaluation = import_bundle(
+                bundle, organization=self.organization, user=request.user, name=str(name)[:200],
+                api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+            )
+        finally:
+            if raw_upload:
+                bundle.close()
+        body = EvaluationDetailSerializer(self.get_evaluation(evaluation.public_id, _detail_queryset())).data
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": f"/v1/evaluations/{evaluation.public_id}"})
