@@ -3,10 +3,12 @@ PORT ?= 8000
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Meta-World pins its own MuJoCo: it lives in a venv of its own (scripts/setup-metaworld.sh).
+MW_STAMP := .venv-metaworld/.installed
 
 .PHONY: demo stop test test-fast bench install clean
 
-install: $(STAMP)
+install: $(STAMP) $(MW_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -14,13 +16,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+$(MW_STAMP): scripts/setup-metaworld.sh
+	bash scripts/setup-metaworld.sh
+
+demo: $(STAMP) $(MW_STAMP)
 	PORT=$(PORT) bash scripts/demo.sh
 
 stop:
 	bash scripts/stop.sh
 
-test: $(STAMP)
+test: $(STAMP) $(MW_STAMP)
 	$(PY) -m pytest
 
 test-fast: $(STAMP)

@@ -118,6 +118,16 @@ def _goal_scenarios() -> list[dict]:
     return [{"id": f"{group}/{env_id}", "name": name, "params": {"env_id": env_id}} for env_id, (group, name) in GOAL_REACHING.items()]
 
 
+def _metaworld_scenarios() -> list[dict]:
+    from .metaworld import TASK_NAMES, VARIANTS
+
+    # Success is Meta-World's own info["success"] flag (the episode terminates on success).
+    return [
+        {"id": vid, "name": f"{TASK_NAMES[params['task']]} ({params['benchmark'].upper()})", "params": params}
+        for vid, params in VARIANTS.items()
+    ]
+
+
 PREBUILT: tuple[PrebuiltImage, ...] = (
     PrebuiltImage(
         name="classic-control",
@@ -140,6 +150,21 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         source="python://evaluations.prebuilt.robotics:GoalReaching",
         description="gymnasium-robotics goal reaching: Fetch arm reach, point-mass U-maze; success from the env's flag.",
         scenarios=_goal_scenarios(),
+    ),
+    PrebuiltImage(
+        name="metaworld",
+        kind="env",
+        source="python+metaworld://evaluations.prebuilt.metaworld:MetaWorld",
+        description="Meta-World V3 manipulation (Sawyer arm): MT10, MT50 and ML10 train/test tasks, 500 steps, "
+        "success from the env's flag; goals fixed by the episode seed. Runs in its own venv (mujoco 3.3.0).",
+        scenarios=_metaworld_scenarios(),
+    ),
+    PrebuiltImage(
+        name="metaworld-expert",
+        kind="model",
+        source="python+metaworld://evaluations.prebuilt.metaworld:MetaWorldExpert",
+        description="Meta-World's scripted expert policies, one model for all 50 tasks (dispatches on the task "
+        "named in the observation); ~98% success.",
     ),
     PrebuiltImage(
         name="random",

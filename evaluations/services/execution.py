@@ -184,7 +184,7 @@ class ShardRunner:
             )
         except Exception as exc:  # noqa: BLE001 - any env/model failure ends this episode, not the shard
             wall_ms = (time.monotonic() - t0) * 1000
-            crashed = not (self.env and self.env.alive()) or not (self.random_model or (self.model and self.model.alive()))
+            crashed = self._crashed()
             kind = "timed out" if isinstance(exc, TimeoutError) else "failed"
             message = f"episode {kind}: {type(exc).__name__}: {exc}"
             if crashed:
@@ -289,7 +289,7 @@ class ShardRunner:
                         break
         except Exception as exc:  # noqa: BLE001 - as in run_episode: this episode fails, not the shard
             wall_ms = (time.monotonic() - t0) * 1000
-            crashed = not (self.env and self.env.alive()) or not (self.random_model or (self.model and self.model.alive()))
+            crashed = self._crashed()
             kind = "timed out" if isinstance(exc, TimeoutError) else "failed"
             message = f"episode {kind}: {type(exc).__name__}: {exc}" + (" (a server crashed)" if crashed else "")
             return EpisodeOutcome(self._error_fields(base, message, wall_ms=wall_ms), restart=True)
@@ -332,6 +332,17 @@ class ShardRunner:
             logger.exception("encoding the video of episode %s failed", index)
             return {"video_meta": {"error": f"encoding failed: {type(exc).__name__}: {exc}"}}
         return {"video": name, "video_meta": {**meta, "renderMs": round(render_ms, 1)}}
+
+    def _crashed(self, grace: float = 1.0) -> bool:
+        """Whether a server died; a dying process may still look alive for a moment after its connection broke,
+        so this polls for up to ``grace`` seconds."""
+        deadline = time.monotonic() + grace
+        while True:
+            if not (self.env and self.env.alive()) or not (self.random_model or (self.model and self.model.alive())):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
     def _error_fields(self, base: dict, message: str, *, wall_ms: float | None = None) -> dict:
         return {

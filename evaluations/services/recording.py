@@ -47,6 +47,11 @@ def frame_from(rendered, observation) -> np.ndarray | None:
 
 
 def _image(value) -> np.ndarray | None:
+    if value is not None and not isinstance(value, (dict, np.ndarray)) and hasattr(value, "shape"):
+        try:
+            value = np.asarray(value)  # rlmesh Tensor (buffer protocol) from a non-numpy client
+        except (TypeError, ValueError):
+            return None
     if isinstance(value, dict):
         for v in value.values():
             if (img := _image(v)) is not None:
