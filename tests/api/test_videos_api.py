@@ -73,3 +73,20 @@ def test_episodes_tab_plays_videos_inline(tenant_a, recorded):
     assert html.count("<video") == 1  # the filter keeps only episodes with a video
     r = web.get(f"/evaluations/{evaluation.public_id}/episodes/{ep.pk}/video.mp4", HTTP_RANGE="bytes=0-1")
     assert r.status_code == 206 and r["Content-Type"] == "video/mp4"
+
+
+def test_videos_go_through_the_configured_storage_backend(api, tenant_a, settings):
+    """Any Django storage works (S3 in production): here the in-memory backend, nothing on disk."""
+    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "django.core.files.storage.InMemoryStorage"}}
+    from django.core.files.storage import InMemoryStorage, storages
+
+    assert isinstance(storages["default"], InMemoryStorage)
+    data, meta = encode_mp4([np.zeros((32, 32, 3), np.uint8)] * 5)
+    name = store_video("episodes/mem/e0.mp4", data)
+    evaluation = create_evaluation(plan=plan_evaluation(cartpole_request(), organization=tenant_a.org),
+                                   raw_body="{}", organization=tenant_a.org, creator=tenant_a.user)
+    ep = Episode.objects.create(evaluation=evaluation, workload=evaluation.workloads.get(), index=0, seed=0, status="completed",
+                                reward=1.0, success=False, stop_condition="terminated", video=name, video_meta=meta)
+    assert not (settings.MEDIA_ROOT / name).exists()
+    r = api.get(f"/v1/evaluations/{evaluation.public_id}/episodes/{ep.pk}/video", HTTP_RANGE="bytes=0-7")
+    assert r.status_code == 206 and b"".join(r.streaming_content) == data[:8]
