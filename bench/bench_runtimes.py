@@ -1,8 +1,9 @@
 """The same CartPole episodes on the two runtimes, in one run (not a timed test):
 
 (a) ``local``: env and model as ``python -m rlmesh.serve`` subprocesses (env on a unix socket, model on TCP);
-(b) ``docker``: the same code as images (containers/images/), started through the Docker Engine API
-    (Podman's service) with the full isolation profile, ports published on 127.0.0.1.
+(b) ``docker``: the same code as images (containers/images/), started by the platform's DockerRuntime through
+    the Docker Engine API (Podman's service) with the full isolation profile: the env without a network,
+    serving on a unix socket in a shared directory; the model on the sandbox network, port on 127.0.0.1.
 
 Each side is driven by one ``rlmesh.run(RemoteModel, env, seeds=range(N))``. Prints start-to-ready and
 steps/s of both, and the ratio. Needs containers/setup-host.sh, build-base.sh and build-images.sh.
@@ -47,58 +48,44 @@ def local(n: int) -> dict:
     return {"ready": (env.ready_seconds, model.ready_seconds), "wall": wall, "steps": steps}
 
 
-def docker(n: int, sock: str) -> dict:
-    import docker as sdk
+def docker(n: int) -> dict:
+    """The platform's own DockerRuntime (isolation profile; env on a unix socket with no network, model on the
+    sandbox network), on the locally built catalog images (no registry pull)."""
+    from evaluations.runtime import ServerSpec
+    from evaluations.runtime import docker as runtime
 
-    from evaluations.runtime.docker import isolation_kwargs
-
-    client = sdk.DockerClient(base_url=f"unix://{sock}")
-    started = {}
-    containers = []
+    runtime.pull = lambda image_ref: None  # localhost/ images are already in the engine's store
+    rt = runtime.DockerRuntime()
+    env = rt.start(ServerSpec("env", "oci://localhost/rlmesh-classic-control:latest", {"env_id": "CartPole-v1"}), name="bench-docker-env")
     try:
-        for kind, image in (("env", "localhost/rlmesh-classic-control:latest"), ("model", "localhost/rlmesh-classic-control-heuristics:latest")):
-            t0 = time.perf_counter()
-            c = client.containers.run(image, detach=True, ports={"50051/tcp": ("127.0.0.1", None)},
-                                      environment={"RLMESH_MAKE_KWARGS": '{"env_id": "CartPole-v1"}'} if kind == "env" else {},
-                                      labels={"dev.rlmesh.platform": "1", "dev.rlmesh.platform.name": f"bench-{kind}"}, **isolation_kwargs())
-            containers.append(c)
-            import socket
-            while True:
-                c.reload()
-                ports = (c.ports or {}).get("50051/tcp")
-                if ports:
-                    try:
-                        socket.create_connection(("127.0.0.1", int(ports[0]["HostPort"])), timeout=0.5).close()
-                        break
-                    except OSError:
-                        pass
-                time.sleep(0.05)
-            started[kind] = (f"127.0.0.1:{ports[0]['HostPort']}", time.perf_counter() - t0)
-        time.sleep(0.5)  # the env's listener is up before its first handshake is served
-        wall, steps = drive(started["env"][0], started["model"][0], n)
+        model = rt.start(ServerSpec("model", "oci://localhost/rlmesh-classic-control-heuristics:latest"), name="bench-docker-model")
+        try:
+            wall, steps = drive(env.address, model.address, n)
+        finally:
+            model.stop()
     finally:
-        for c in containers:
-            c.remove(force=True)
-    return {"ready": (started["env"][1], started["model"][1]), "wall": wall, "steps": steps}
+        env.stop()
+    return {"ready": (env.ready_seconds, model.ready_seconds), "wall": wall, "steps": steps, "env": env.address}
 
 
 def main() -> None:
     import django
 
-    django.setup()
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     var = Path(tempfile.mkdtemp(prefix="rlm-bench-"))
+    os.environ["DOCKER_HOST"] = f"unix://{var}/podman.sock"
+    django.setup()
     service = subprocess.Popen(["podman", "system", "service", "--time=0", f"unix://{var}/podman.sock"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         while not (var / "podman.sock").exists():
             time.sleep(0.1)
         a = local(n)
-        b = docker(n, str(var / "podman.sock"))
+        b = docker(n)
     finally:
         service.terminate()
     print(f"CartPole-v1, heuristic model, {n} episodes, one rlmesh.run(RemoteModel, env) per runtime")
-    for name, r in (("local (subprocesses, env on unix socket)", a), ("docker (isolated containers, TCP)", b)):
+    for name, r in (("local (subprocesses, env on unix socket)", a), ("docker (isolated containers; env unix socket)", b)):
         print(f"  {name:42} start-to-ready env {r['ready'][0]:.2f} s, model {r['ready'][1]:.2f} s; "
               f"{r['steps']} steps in {r['wall']:.2f} s = {r['steps'] / r['wall']:.0f} steps/s")
     print(f"  docker / local wall time: {b['wall'] / a['wall']:.3f}x")

@@ -271,6 +271,10 @@ RLMESH_CONTAINER_PIDS = env_int("RLMESH_CONTAINER_PIDS", 256)
 #: Network of untrusted containers: containers/sandbox-network.sh makes "rlsandbox", where a container can only
 #: answer on its published serving port (no egress, no host services, no peers). "" = the engine's default bridge.
 RLMESH_CONTAINER_NETWORK = os.environ.get("RLMESH_CONTAINER_NETWORK", "rlsandbox")
+#: "unix": env containers serve on a unix socket in a shared host directory and get no network at all (only when
+#: the engine is local); "tcp": a published port on the sandbox network, like models (rlmesh's model client
+#: accepts only TCP).
+RLMESH_CONTAINER_ENV_TRANSPORT = os.environ.get("RLMESH_CONTAINER_ENV_TRANSPORT", "unix")
 
 # -------------------------------------------------------------------- runtime
 #: Dotted path of the runtime backend for trusted (prebuilt) sources.

@@ -133,7 +133,7 @@ def test_broken_image_fails_its_probe_and_is_refused(platform):
     cases = {
         "bad-label": ("localhost/rlmesh-classic-control:latest", "LABEL dev.rlmesh.describe='not json'", "dev.rlmesh.describe is not JSON"),
         "model-as-env": ("localhost/rlmesh-classic-control-heuristics:latest",
-                         'LABEL dev.rlmesh.describe=\'{"schema_version": 1, "kind": "env", "env_tags": {}}\'',
+                         'LABEL dev.rlmesh.describe=\'{"schema_version": 1, "kind": "env", "env_tags": null}\'',
                          "serves a model where an env is expected"),
         "bad-package": ("localhost/rlmesh-ppo:latest", "LABEL dev.rlmesh.package='{\"schemaVersion\": 2}'", "dev.rlmesh.package is malformed"),
     }

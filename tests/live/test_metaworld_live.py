@@ -3,8 +3,6 @@ in the separate Meta-World venv): MT10 expert vs random, and an observation-nois
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.live.conftest import ROOT
