@@ -228,3 +228,26 @@ def test_sandboxed_containers_reach_nothing_but_answer_on_their_port(platform, s
     listener.close()
     assert results["podman"].startswith("connected"), results
     assert results["rlsandbox"].startswith("blocked"), results
+
+
+def test_env_containers_serve_on_a_unix_socket_without_any_network(platform, settings, monkeypatch):
+    import rlmesh
+
+    from evaluations.runtime import ServerSpec
+    from evaluations.runtime import docker as runtime
+
+    settings.RLMESH_DOCKER_HOST = platform.env["DOCKER_HOST"]
+    monkeypatch.setattr(runtime, "pull", lambda image_ref: None)  # a locally built image
+    server = runtime.DockerRuntime().start(
+        ServerSpec("env", "oci://localhost/rlmesh-classic-control:latest", {"env_id": "CartPole-v1"}), name="unix-check")
+    try:
+        assert server.address.startswith("unix://")
+        server.container.reload()
+        assert server.container.attrs["HostConfig"]["NetworkMode"] == "none"
+        interfaces = server.container.exec_run(["python3", "-c", "import socket; print(sorted(n for _, n in socket.if_nameindex()))"]).output.decode()
+        assert interfaces.strip() == "['lo']", interfaces
+        result = rlmesh.run(rlmesh.numpy.Model(lambda obs: int(obs[2] + 0.5 * obs[3] > 0)), server.address, seeds=[0], max_episode_steps=50)
+        assert result.episodes[0].steps == 50
+    finally:
+        server.stop()
+    assert not os.path.exists(server.address.removeprefix("unix://"))
