@@ -124,6 +124,12 @@ class TaskSerializer(serializers.Serializer):
         help_text="Episode videos: `all`, `failures`, `first:N`, or `none`/null (default). H.264 MP4 from the env's "
         "rendered frames, played in the dashboard's Episodes tab.",
     )
+    params = StrictDictField(
+        child=serializers.JSONField(), required=False, default=dict,
+        help_text="Extra make parameters of the env, checked against the parameters it declares (e.g. "
+        "`{\"image_size\": 128}` on `prebuilt/metaworld` adds a camera image); the scenario's own parameters "
+        "cannot be overridden.",
+    )
     metadata = StrictDictField(
         child=serializers.JSONField(), required=False, default=dict,
         help_text="Free-form metadata stored with the task (e.g. `environmentId`).",

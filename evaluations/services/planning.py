@@ -199,14 +199,48 @@ def parse_record(value: str | None) -> str:
     raise ValueError(f'"{value}" is not a recording mode; use "all", "failures", "first:N" or "none"')
 
 
-def _make_params(env: ResolvedImage) -> set[str]:
-    """Names of the env's make parameters, from its recorded describe envelope (empty when none was recorded)."""
+def _param_specs(env: ResolvedImage) -> dict[str, dict]:
+    """The env's declared make parameters by name (``rlmesh.ParamSpec`` as recorded in its describe envelope);
+    empty when none was recorded."""
     spec = ((env.version.describe or {}).get("params") or {}).get("param_spec") or {}
-    return {p.get("name") for p in spec.get("params") or [] if isinstance(p, dict)}
+    return {p["name"]: p for p in spec.get("params") or [] if isinstance(p, dict) and isinstance(p.get("name"), str)}
 
 
-def _env_kwargs(scenario: dict | None, perturbation: str) -> dict:
-    kwargs = dict(scenario["params"]) if scenario else {}
+def _make_params(env: ResolvedImage) -> set[str]:
+    return set(_param_specs(env))
+
+
+_PARAM_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
+
+
+def _check_params(params: dict, env: ResolvedImage, scenario: dict | None, path: str) -> list[dict]:
+    """Errors for a task's ``params``: names the env does not declare, names its scenario fixes, ``physics``
+    (a perturbation), values of the wrong JSON type or outside the declared choices."""
+    errors: list[dict] = []
+    declared = _param_specs(env)
+    fixed = set((scenario or {}).get("params") or {})
+    for name, value in params.items():
+        where = f"{path}.{name}"
+        if not declared:
+            errors.append({"path": where, "message": f"{env.reference} declares no make parameters"})
+        elif name == "physics":
+            errors.append({"path": where, "message": 'set physics randomization with "perturbation": "physics:<s>"'})
+        elif name not in declared:
+            errors.append({"path": where, "message": f'unknown parameter "{name}" for {env.reference} (declared: {", ".join(sorted(set(declared) - fixed - {"physics"}))})'})
+        elif name in fixed:
+            errors.append({"path": where, "message": f'"{name}" is set by the scenario; choose another taskId instead'})
+        else:
+            spec = declared[name]
+            types = _PARAM_TYPES.get(spec.get("type"), ())
+            if types and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
+                errors.append({"path": where, "message": f"must be a {spec.get('type')}"})
+            elif spec.get("choices") and value not in spec["choices"]:
+                errors.append({"path": where, "message": f"must be one of {', '.join(map(str, spec['choices']))}"})
+    return errors
+
+
+def _env_kwargs(scenario: dict | None, perturbation: str, params: dict | None = None) -> dict:
+    kwargs = {**(params or {}), **(dict(scenario["params"]) if scenario else {})}
     p = perturbations.parse(perturbation)
     if p.side == "env" and p.strength:
         kwargs[p.name] = p.strength
@@ -282,6 +316,7 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
                     {"path": f"tasks[{i}].taskId", "message": f'unknown scenario "{task["taskId"]}" for {env.reference} (known: {known})'}
                 )
                 continue
+        errors.extend(_check_params(task.get("params") or {}, env, scenario, f"tasks[{i}].params"))
         if perturbation.side == "env" and "physics" not in _make_params(env):
             errors.append({
                 "path": f"tasks[{i}].perturbation",
@@ -351,7 +386,7 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
                     workers=workers,
                     max_steps=task["maxSteps"],
                     env_vars=entry.get("envVars", {}),
-                    env_kwargs=_env_kwargs(scenario, task["perturbation"]),
+                    env_kwargs=_env_kwargs(scenario, task["perturbation"], task.get("params")),
                     success_criterion=scenario.get("success") if scenario else None,
                     metadata=task.get("metadata", {}),
                     shards=shard_ranges(task["episodes"], workers, settings.RLMESH_MAX_EPISODES_PER_SHARD),
@@ -378,7 +413,7 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
                 "digest": env.version.digest,
                 "source": env.version.source,
                 "taskId": task["taskId"],
-                "makeKwargs": _env_kwargs(scenario, task["perturbation"]),
+                "makeKwargs": _env_kwargs(scenario, task["perturbation"], task.get("params")),
                 "successCriterion": scenario.get("success") if scenario else None,
                 "episodes": task["episodes"],
                 "seed": task["seed"],

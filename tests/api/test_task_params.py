@@ -1,0 +1,48 @@
+"""Per-task make parameters (`params`), checked against what the env declares."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import cartpole_request
+
+pytestmark = pytest.mark.django_db
+
+
+def _mujoco(params: dict) -> dict:
+    return {"model": "prebuilt/random",
+            "tasks": [{"env": "prebuilt/mujoco", "taskId": "locomotion/Hopper-v5", "episodes": 1, "params": params}]}
+
+
+def test_declared_params_reach_the_env_make_kwargs(api):
+    from evaluations.models import Evaluation
+
+    r = api.post("/v1/evaluations", _mujoco({"render_size": 64}), format="json")
+    assert r.status_code == 201, r.content
+    evaluation = Evaluation.objects.get(public_id=r.json()["id"])
+    assert evaluation.workloads.get().env_kwargs == {"env_id": "Hopper-v5", "render_size": 64}
+    assert evaluation.config["tasks"][0]["makeKwargs"] == {"env_id": "Hopper-v5", "render_size": 64}
+
+
+@pytest.mark.parametrize(
+    ("params", "path", "message"),
+    [
+        ({"nope": 1}, "tasks[0].params.nope", 'unknown parameter "nope"'),
+        ({"env_id": "Ant-v5"}, "tasks[0].params.env_id", "set by the scenario"),
+        ({"render_size": "big"}, "tasks[0].params.render_size", "must be a int"),
+        ({"render_size": True}, "tasks[0].params.render_size", "must be a int"),
+        ({"physics": 0.1}, "tasks[0].params.physics", "perturbation"),
+    ],
+)
+def test_bad_params_name_the_field(api, params, path, message):
+    r = api.post("/v1/evaluation-previews", _mujoco(params), format="json")
+    assert r.status_code == 400
+    details = r.json()["error"]["details"]
+    assert [d["path"] for d in details] == [path] and message in details[0]["message"]
+
+
+def test_an_env_declaring_only_its_scenario_parameter_takes_no_params(api):
+    body = cartpole_request()
+    body["tasks"][0]["params"] = {"other": 1}
+    r = api.post("/v1/evaluation-previews", body, format="json")
+    assert r.status_code == 400 and 'unknown parameter "other"' in r.json()["error"]["details"][0]["message"]
