@@ -122,6 +122,8 @@ def test_recording_first_n_stores_playable_h264_only_for_those_episodes(tenant_a
         assert meta["codec"] == "h264" and meta["frames"] == e.steps + 1 and (meta["width"], meta["height"]) == (600, 400)
         assert meta["bytes"] == default_storage.size(e.video.name) and meta["encodeMs"] > 0
         assert _duration_s(default_storage.path(e.video.name)) == pytest.approx(meta["frames"] / 30, abs=0.1)
+        probe = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-i", default_storage.path(e.video.name)], capture_output=True, text=True).stderr
+        assert "h264" in probe and "600x400" in probe  # the frame's own size, not padded to 16-pixel blocks
 
 
 def test_recording_failures_keeps_only_failed_episodes(tenant_a):

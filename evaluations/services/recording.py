@@ -65,8 +65,8 @@ def _image(value) -> np.ndarray | None:
 def encode_mp4(frames: list[np.ndarray], *, fps: int = FPS) -> tuple[bytes, dict]:
     """Encode frames (each ``(H, W, 3)`` uint8, same size) as H.264 MP4; returns (bytes, meta).
 
-    ``meta`` = {"codec": "h264", "frames", "fps", "width", "height", "bytes", "encodeMs"}. Frame sizes that are
-    not multiples of 16 are padded up by ffmpeg's macro-block rule. Raises ValueError on an empty frame list.
+    ``meta`` = {"codec": "h264", "frames", "fps", "width", "height", "bytes", "encodeMs"}; width and height are
+    the frame's, rounded down to even numbers (yuv420p). Raises ValueError on an empty frame list.
     """
     import imageio.v2 as imageio
 
@@ -75,17 +75,19 @@ def encode_mp4(frames: list[np.ndarray], *, fps: int = FPS) -> tuple[bytes, dict
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "episode.mp4"
+        # yuv420p needs even sides: an odd one loses its last row/column (no rescaling, unlike the default
+        # 16-pixel macro-block rule, which would turn 600×400 CartPole frames into 608×400).
+        h, w = frames[0].shape[0] & ~1, frames[0].shape[1] & ~1
         writer = imageio.get_writer(
-            path, fps=fps, codec="libx264", quality=6, pixelformat="yuv420p",
+            path, fps=fps, codec="libx264", quality=6, pixelformat="yuv420p", macro_block_size=2,
             output_params=["-movflags", "+faststart"], ffmpeg_log_level="error",
         )
         try:
             for frame in frames:
-                writer.append_data(np.ascontiguousarray(frame))
+                writer.append_data(np.ascontiguousarray(frame[:h, :w]))
         finally:
             writer.close()
         data = path.read_bytes()
-    h, w = frames[0].shape[:2]
     meta = {
         "codec": "h264", "frames": len(frames), "fps": fps, "width": int(w), "height": int(h),
         "bytes": len(data), "encodeMs": round((time.perf_counter() - started) * 1000, 1),
