@@ -217,3 +217,23 @@ def test_reaper_resends_shards_left_queued_too_long(tenant_a, monkeypatch):
     Shard.objects.filter(pk=shard.pk).update(queued_at=timezone.now() - timezone.timedelta(hours=1))
     assert svc.reap_shards() == [shard.pk] and sent == [shard.pk]
     assert svc.reap_shards() == []  # queued_at moved: at most one extra message per period
+
+
+def test_env_vars_never_reach_processes_on_the_worker_host(tenant_a, tmp_path):
+    """A request's envVars go only into containers: on the worker, PYTHONWARNINGS/BROWSER could run a command
+    (Python imports the module a warning filter names; antigravity calls webbrowser)."""
+    marker = tmp_path / "pwned"
+    body = cartpole_request(models=[{
+        "model": "prebuilt/classic-control-heuristics",
+        "envVars": {"PYTHONWARNINGS": "ignore::antigravity.x::0", "BROWSER": f"/bin/sh -c 'id > {marker}' #%s"},
+    }])
+    body["tasks"][0]["episodes"] = 1
+    plan = plan_evaluation(body, organization=tenant_a.org)
+    assert any("envVars are ignored" in w for w in plan.warnings)
+    evaluation = svc.create_evaluation(plan=plan, raw_body="{}", organization=tenant_a.org, creator=tenant_a.user)
+    assert evaluation.workloads.get().env_vars == {}
+    # Defense in depth: even a workload that carries them (e.g. planned by an older version) starts clean.
+    evaluation.workloads.update(env_vars=body["models"][0]["envVars"])
+    run_all(evaluation)
+    assert evaluation.status == EvaluationStatus.COMPLETED
+    assert not marker.exists()

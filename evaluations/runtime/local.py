@@ -104,6 +104,8 @@ class LocalRuntime(RuntimeBackend):
     docstring)."""
 
     def start(self, spec: ServerSpec, *, name: str) -> LocalServer:
+        """Start the server. ``spec.env_vars`` are deliberately not passed: the process runs as the worker, where
+        variables such as ``PYTHONWARNINGS`` or ``LD_PRELOAD`` from a request would execute code."""
         python, target = interpreter_for(spec.source)
         log_dir = Path(settings.RLMESH_RUN_DIR)
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -122,7 +124,6 @@ class LocalRuntime(RuntimeBackend):
             cmd += ["--kwargs-json", json.dumps(spec.kwargs)]
         env = {
             **os.environ,
-            **{k: str(v) for k, v in spec.env_vars.items()},
             "RLMESH_WORKFLOW_EDITION": settings.RLMESH_WORKFLOW_EDITION,
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join(p for p in (str(settings.BASE_DIR), os.environ.get("PYTHONPATH", "")) if p),

@@ -273,6 +273,12 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
         except ReferenceError_ as exc:
             errors.append({"path": path, "message": str(exc)})
             models.append(None)
+    for i, (entry, model) in enumerate(zip(req["models"], models)):
+        if model is not None and entry.get("envVars") and not model.version.source.startswith("oci://"):
+            # Trusted sources run as processes of the worker itself: variables such as PYTHONWARNINGS or
+            # LD_PRELOAD would run code there. Only containers (the user's own images) receive envVars.
+            warnings.append(f"models[{i}].envVars: {model.reference} runs on the worker host, not in a container; "
+                            "its envVars are ignored (they reach only your own images)")
     seen = [e["model"] for e in req["models"]]
     for ref in sorted({r for r in seen if seen.count(r) > 1}):
         warnings.append(f'model "{ref}" is listed more than once; its scores are merged')
@@ -385,7 +391,7 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
                     record=task["record"],
                     workers=workers,
                     max_steps=task["maxSteps"],
-                    env_vars=entry.get("envVars", {}),
+                    env_vars=entry.get("envVars", {}) if model.version.source.startswith("oci://") else {},
                     env_kwargs=_env_kwargs(scenario, task["perturbation"], task.get("params")),
                     success_criterion=scenario.get("success") if scenario else None,
                     metadata=task.get("metadata", {}),
