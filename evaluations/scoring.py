@@ -145,7 +145,8 @@ def split_task_id(task_id: str) -> tuple[str | None, str]:
 
 #: The fields each ``groupBy`` value keys on. Every grouping is per model except ``model``.
 GROUP_FIELDS: dict[str, tuple[str, ...]] = {
-    "task": ("model", "env", "taskId"),
+    # A task is a scenario under one perturbation: a sweep's levels stay apart.
+    "task": ("model", "env", "taskId", "perturbation"),
     "scenario": ("model", "scenario"),
     "benchmark": ("model", "benchmark"),
     "perturbation": ("model", "perturbation"),

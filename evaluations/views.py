@@ -158,22 +158,29 @@ def _detail_queryset():
     return Evaluation.objects.select_related("creator").prefetch_related(Prefetch("workloads", queryset=workloads))
 
 
+def _task_label(row: dict) -> str:
+    """A task's name in matrices: its taskId, plus the perturbation when there is one (sweeps stay apart)."""
+    p = row.get("perturbation") or "none"
+    return row["taskId"] if p == "none" else f"{row['taskId']} · {p}"
+
+
 def _overview_context(request: HttpRequest, evaluation: Evaluation) -> dict:
     group_by = request.GET.get("groupBy", "task")
     if group_by not in scoring.GROUP_FIELDS:
         group_by = "task"
     rows = episode_rows(evaluation)
     groups = scoring.group_scores(rows, group_by)
-    label_fields = [f for f in scoring.GROUP_FIELDS[group_by] if f != "model"]
+    perturbed = any(r["perturbation"] != "none" for r in rows)
+    label_fields = [f for f in scoring.GROUP_FIELDS[group_by] if f != "model" and (perturbed or f != "perturbation" or group_by == "perturbation")]
     rewards: dict[str, list[float]] = {}
     for r in rows:
         if r["status"] == EpisodeStatus.COMPLETED:
             rewards.setdefault(r["model"], []).append(r["reward"])
     models = list(dict.fromkeys(r["model"] for r in rows))
-    tasks = list(dict.fromkeys(r["taskId"] for r in rows))
+    tasks = list(dict.fromkeys(_task_label(r) for r in rows))
     matrix = None
     if len(models) > 1 and len(tasks) > 1:
-        by_task = {(g["key"]["model"], g["key"]["taskId"]): g for g in scoring.group_scores(rows, "task")}
+        by_task = {(g["key"]["model"], _task_label(g["key"])): g for g in scoring.group_scores(rows, "task")}
         matrix = {"tasks": tasks, "rows": [{"model": m, "cells": [by_task.get((m, t)) for t in tasks]} for m in models]}
     duration = None
     if evaluation.started_at:
@@ -388,8 +395,8 @@ def compare(request: HttpRequest) -> HttpResponse:
         # One row per model *of each evaluation*, so two runs of the same model stay apart.
         label = evaluation.label or evaluation.public_id
         for r in episode_rows(evaluation):
-            rows.append({**r, "model": f"{r['model']} · {label}" if len(chosen) > 1 else r["model"], "task": f"{r['env']} · {r['taskId']}"})
-    groups = scoring.group_scores([{**r, "taskId": r["task"], "env": ""} for r in rows], "task")
+            rows.append({**r, "model": f"{r['model']} · {label}" if len(chosen) > 1 else r["model"], "task": f"{r['env']} · {_task_label(r)}"})
+    groups = scoring.group_scores([{**r, "taskId": r["task"], "env": "", "perturbation": ""} for r in rows], "task")
     models = list(dict.fromkeys(g["key"]["model"] for g in groups))
     tasks = list(dict.fromkeys(g["key"]["taskId"] for g in groups))
     cell = {(g["key"]["model"], g["key"]["taskId"]): g for g in groups}

@@ -93,8 +93,9 @@ def test_group_scores_per_model_and_task_excludes_errors():
             _row("m2", "b/t1", True, 3.0), _row("m1", "c/t2", True, 2.0)]
     groups = scoring.group_scores(rows, "task")
     assert [g["key"] for g in groups] == [
-        {"model": "m1", "env": "e", "taskId": "b/t1"}, {"model": "m2", "env": "e", "taskId": "b/t1"},
-        {"model": "m1", "env": "e", "taskId": "c/t2"},
+        {"model": "m1", "env": "e", "taskId": "b/t1", "perturbation": "none"},
+        {"model": "m2", "env": "e", "taskId": "b/t1", "perturbation": "none"},
+        {"model": "m1", "env": "e", "taskId": "c/t2", "perturbation": "none"},
     ]
     first = groups[0]
     assert (first["episodes"], first["successes"], first["errors"]) == (2, 1, 1)
@@ -158,3 +159,12 @@ def test_rollups_across_tasks_carry_the_iqm():
     assert by_model["tasks"] == 2 and by_model["iqmSuccessRate"] == pytest.approx(0.75)
     (by_task, _) = scoring.group_scores(rows, "task")
     assert "iqmSuccessRate" not in by_task
+
+
+def test_task_groups_keep_perturbation_levels_apart():
+    from evaluations.scoring import group_scores
+
+    rows = [{"model": "m", "env": "e", "taskId": "t", "perturbation": p, "status": "completed", "success": ok, "reward": 1.0, "steps": 1}
+            for p, ok in (("none", True), ("none", True), ("obs_noise:0.5", False), ("obs_noise:0.5", False))]
+    groups = {g["key"]["perturbation"]: g["successRate"] for g in group_scores(rows, "task")}
+    assert groups == {"none": 1.0, "obs_noise:0.5": 0.0}

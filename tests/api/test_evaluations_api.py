@@ -383,7 +383,7 @@ def _fake_episodes(eid: str, outcomes: list[tuple[bool, float]]):
 
 
 @pytest.mark.parametrize("group_by,key", [
-    ("task", {"model": "prebuilt/classic-control-heuristics", "env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1"}),
+    ("task", {"model": "prebuilt/classic-control-heuristics", "env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "perturbation": "none"}),
     ("scenario", {"model": "prebuilt/classic-control-heuristics", "scenario": "CartPole-v1"}),
     ("benchmark", {"model": "prebuilt/classic-control-heuristics", "benchmark": "classic"}),
     ("perturbation", {"model": "prebuilt/classic-control-heuristics", "perturbation": "none"}),

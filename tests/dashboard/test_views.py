@@ -353,3 +353,16 @@ def test_detail_query_count_is_pinned(web, big_org, django_assert_num_queries):
         web.get(url)
     with django_assert_num_queries(7):  # ... evaluation, workloads, episode count, episode page
         web.get(url + "/episodes?page=2&sort=-reward")
+
+
+def test_a_perturbation_sweep_shows_one_row_per_level(web, tenant_a):
+    body = cartpole_request(models=["prebuilt/random", "prebuilt/classic-control-heuristics"])
+    body["tasks"] = [{**body["tasks"][0], "perturbation": p} for p in ("none", "obs_noise:0.5")]
+    evaluation = submit(tenant_a, body)
+    for w in evaluation.workloads.all():
+        ok = w.perturbation == "none" and "heuristics" in w.model_ref
+        Episode.objects.create(evaluation=evaluation, workload=w, index=0, seed=0, status="completed", success=ok,
+                               success_source="criterion", reward=1.0, steps=1, stop_condition="terminated")
+    html = web.get(f"/evaluations/{evaluation.public_id}").content.decode()
+    assert "classic/CartPole-v1 · obs_noise:0.5" in html  # the models × tasks matrix keeps the levels apart
+    assert html.count("<td>obs_noise:0.5</td>") >= 2  # workload table and scores table
