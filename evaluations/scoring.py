@@ -85,12 +85,15 @@ def episode_success(
     terminated: bool,
     reward: float,
     stop_condition: str,
+    steps: int | None = None,
 ) -> tuple[bool, str]:
     """Decide an episode's success and say where the verdict came from.
 
     Order: the env's own flag (``info["is_success"]``/``info["success"]``, as rlmesh reports it) →
     the scenario's declared ``criterion`` → ``terminated``. Criteria:
-    ``{"kind": "survived"}`` (not terminated and stopped by the time limit or the maxSteps cap),
+    ``{"kind": "survived", "steps": n}`` (not terminated, stopped by the time limit or the maxSteps cap, and
+    — when the criterion names ``steps`` and ``steps`` is given — at least n steps long, so a maxSteps cap
+    below the horizon is not a success),
     ``{"kind": "terminated"}``, ``{"kind": "return_at_least", "threshold": x}``.
     Returns ``(success, source)`` with source ``"env" | "criterion" | "terminated"``;
     raises ValueError on an unknown criterion kind.
@@ -100,7 +103,8 @@ def episode_success(
     if criterion:
         kind = criterion.get("kind")
         if kind == "survived":
-            return (not terminated and stop_condition in ("time_limit", "max_steps")), "criterion"
+            long_enough = steps is None or criterion.get("steps") is None or steps >= int(criterion["steps"])
+            return (not terminated and stop_condition in ("time_limit", "max_steps") and long_enough), "criterion"
         if kind == "terminated":
             return bool(terminated), "criterion"
         if kind == "return_at_least":

@@ -168,3 +168,13 @@ def test_task_groups_keep_perturbation_levels_apart():
             for p, ok in (("none", True), ("none", True), ("obs_noise:0.5", False), ("obs_noise:0.5", False))]
     groups = {g["key"]["perturbation"]: g["successRate"] for g in group_scores(rows, "task")}
     assert groups == {"none": 1.0, "obs_noise:0.5": 0.0}
+
+
+def test_survived_with_a_horizon_needs_that_many_steps():
+    from evaluations.scoring import episode_success
+
+    crit = {"kind": "survived", "steps": 500}
+    common = {"env_flag": None, "criterion": crit, "terminated": False, "reward": 1.0}
+    assert episode_success(**common, stop_condition="time_limit", steps=500) == (True, "criterion")
+    assert episode_success(**common, stop_condition="max_steps", steps=1) == (False, "criterion")
+    assert episode_success(**common, stop_condition="max_steps", steps=None) == (True, "criterion")  # horizon unknown

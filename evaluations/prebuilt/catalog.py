@@ -21,7 +21,7 @@ WEIGHTS_DIR = Path(__file__).with_name("weights")
 
 #: Success criteria for scenarios whose env reports no success flag (see scoring.episode_success).
 CLASSIC_CRITERIA: dict[str, dict] = {
-    "CartPole-v1": {"kind": "survived", "description": "the pole stayed up until the time limit (500 steps)"},
+    "CartPole-v1": {"kind": "survived", "steps": 500, "description": "the pole stayed up until the time limit (500 steps)"},
     "MountainCar-v0": {"kind": "terminated", "description": "the car reached the flag before the time limit"},
     "Acrobot-v1": {"kind": "terminated", "description": "the tip swung above the line before the time limit"},
     "Pendulum-v1": {"kind": "return_at_least", "threshold": -200.0, "description": "episode return ≥ −200"},
@@ -97,7 +97,7 @@ def _classic_scenarios() -> list[dict]:
 LOCOMOTION_CRITERIA: dict[str, dict] = {
     "HalfCheetah-v5": {"kind": "return_at_least", "threshold": 4800.0, "description": "episode return ≥ 4800 (Gymnasium's reward threshold)"},
     "Hopper-v5": {"kind": "return_at_least", "threshold": 3800.0, "description": "episode return ≥ 3800 (Gymnasium's reward threshold)"},
-    "Walker2d-v5": {"kind": "survived", "description": "the walker stayed upright until the time limit (1000 steps)"},
+    "Walker2d-v5": {"kind": "survived", "steps": 1000, "description": "the walker stayed upright until the time limit (1000 steps)"},
     "Ant-v5": {"kind": "return_at_least", "threshold": 6000.0, "description": "episode return ≥ 6000 (Gymnasium's reward threshold)"},
 }
 

@@ -203,7 +203,7 @@ class ShardRunner:
         )
         success, source = episode_success(
             env_flag=ep.success, criterion=self.workload.success_criterion,
-            terminated=ep.terminated, reward=ep.reward, stop_condition=stop,
+            terminated=ep.terminated, reward=ep.reward, stop_condition=stop, steps=ep.steps,
         )
         return EpisodeOutcome(
             {
@@ -305,7 +305,7 @@ class ShardRunner:
         flag = info.get("success", info.get("is_success")) if isinstance(info, dict) else None
         success, source = episode_success(
             env_flag=None if flag is None else bool(flag), criterion=self.workload.success_criterion,
-            terminated=terminated, reward=total, stop_condition=stop,
+            terminated=terminated, reward=total, stop_condition=stop, steps=steps,
         )
         fields = {
             **base,

@@ -495,7 +495,7 @@ def _validate(doc: dict, *, archive: zipfile.ZipFile, members: dict[str, zipfile
                 plan.skipped += 1
                 continue
             stop = _stop_condition(terminated=terminated, truncated=truncated, steps=steps, max_steps=max_steps)
-            success, source = episode_success(env_flag=flag, criterion=criterion, terminated=terminated, reward=reward, stop_condition=stop)
+            success, source = episode_success(env_flag=flag, criterion=criterion, terminated=terminated, reward=reward, stop_condition=stop, steps=steps)
             if ep.get("seed") is None:
                 plan.unseeded += 1
             if source == "terminated":

@@ -323,6 +323,10 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
                 )
                 continue
         errors.extend(_check_params(task.get("params") or {}, env, scenario, f"tasks[{i}].params"))
+        horizon = ((scenario or {}).get("success") or {}).get("steps")
+        if horizon and task.get("maxSteps") and task["maxSteps"] < horizon:
+            warnings.append(f"tasks[{i}].maxSteps: {task['maxSteps']} is below the {horizon} steps {task['taskId']} must "
+                            "survive to succeed; every episode will count as a failure")
         if perturbation.side == "env" and "physics" not in _make_params(env):
             errors.append({
                 "path": f"tasks[{i}].perturbation",
