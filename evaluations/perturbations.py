@@ -85,6 +85,8 @@ def parse(text: str | None) -> Perturbation:
     if text in (None, "", "none"):
         return Perturbation()
     name, sep, raw = str(text).partition(":")
+    if name == "none":
+        raise PerturbationError(f'"{text}": none takes no strength; write "none"')
     if name not in CATALOG:
         raise PerturbationError(f'unknown perturbation "{name}" (available: none, {", ".join(CATALOG)})')
     kind = CATALOG[name]

@@ -38,7 +38,7 @@ def test_perturbations_parse_to_canonical_labels(text, label):
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("wind:1", "unknown perturbation"), ("obs_noise", "give a strength"), ("obs_noise:abc", "must be a number"),
+    [("wind:1", "unknown perturbation"), ("none:0", "takes no strength"), ("obs_noise", "give a strength"), ("obs_noise:abc", "must be a number"),
      ("obs_noise:-1", "between 0 and 10"), ("action_repeat:1.5", "whole number"), ("physics:nan", "between")],
 )
 def test_bad_perturbations_are_refused_with_the_reason(text, message):

@@ -18,6 +18,8 @@ import rlmesh
 from .envs import CLASSIC_SCENARIOS
 
 WEIGHTS_DIR = Path(__file__).with_name("weights")
+#: Version label listing the only env repositories a model can act in (comma-separated), checked at submit.
+ENVS_LABEL = "dev.rlmesh.platform.envs"
 
 #: Success criteria for scenarios whose env reports no success flag (see scoring.episode_success).
 CLASSIC_CRITERIA: dict[str, dict] = {
@@ -38,6 +40,12 @@ class PrebuiltImage:
     scenarios: list[dict] = field(default_factory=list)
     checkpoints: dict[str, dict] = field(default_factory=dict)
     files: tuple[Path, ...] = ()
+    #: For a model that can act only in some envs (it parses their observation): those env repositories.
+    envs: tuple[str, ...] = ()
+
+    @property
+    def labels(self) -> dict:
+        return {ENVS_LABEL: ",".join(self.envs)} if self.envs else {}
 
     @property
     def digest(self) -> str:
@@ -46,6 +54,7 @@ class PrebuiltImage:
             "source": self.source,
             "scenarios": self.scenarios,
             "checkpoints": self.checkpoints,
+            **({"envs": list(self.envs)} if self.envs else {}),
             "rlmesh": rlmesh.__version__ if hasattr(rlmesh, "__version__") else "0.1.0",
         }
         h.update(json.dumps(payload, sort_keys=True).encode())
@@ -165,6 +174,7 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         source="python+metaworld://evaluations.prebuilt.metaworld:MetaWorldExpert",
         description="Meta-World's scripted expert policies, one model for all 50 tasks (dispatches on the task "
         "named in the observation); ~98% success.",
+        envs=("prebuilt/metaworld",),
     ),
     PrebuiltImage(
         name="random",

@@ -37,6 +37,7 @@ def sync_prebuilt() -> None:
                 "source": image.source,
                 "scenarios": image.scenarios,
                 "checkpoints": image.checkpoints,
+                "labels": image.labels,
                 "probe_status": "passed",
             },
         )

@@ -18,6 +18,7 @@ from ..choices import ImageKind
 from ..models import Organization
 from ..request_schema import EvaluationRequestSerializer, flatten_errors, unknown_field_warnings
 from .catalog import ReferenceError_, ResolvedImage, resolve_reference
+from ..prebuilt.catalog import ENVS_LABEL
 from .compatibility import adapter_problem
 
 __all__ = ["Plan", "PlannedWorkload", "RequestInvalid", "parse_request_body", "plan_evaluation", "shard_ranges"]
@@ -357,6 +358,17 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
                     "path": path,
                     "message": f'{model.reference} is incompatible with tasks[{j}] ({env.reference} {task["taskId"]}): '
                     f'it was trained for {", ".join(model.scenarios)}',
+                })
+    # ... a model that acts only in some envs (labelled) runs only there ...
+    for i, model in enumerate(models):
+        allowed = (model.version.labels or {}).get(ENVS_LABEL) if model is not None else None
+        if not allowed:
+            continue
+        for j, (task, env, _) in enumerate(tasks):
+            if env.version.repository.path not in allowed.split(","):
+                errors.append({
+                    "path": f"models[{i}].model" if model_path == "models" else "model.model",
+                    "message": f"{model.reference} acts only in {allowed.replace(',', ', ')}; tasks[{j}].env is {env.reference}",
                 })
     # ... and a model with a model_spec must resolve an adapter against each env's recorded tags and spaces.
     resolved: dict[tuple[int, int], str | None] = {}

@@ -46,3 +46,12 @@ def test_an_env_declaring_only_its_scenario_parameter_takes_no_params(api):
     body["tasks"][0]["params"] = {"other": 1}
     r = api.post("/v1/evaluation-previews", body, format="json")
     assert r.status_code == 400 and 'unknown parameter "other"' in r.json()["error"]["details"][0]["message"]
+
+
+def test_the_metaworld_expert_is_refused_outside_metaworld(api):
+    r = api.post("/v1/evaluation-previews", cartpole_request(models=["prebuilt/metaworld-expert"]), format="json")
+    assert r.status_code == 400
+    detail = r.json()["error"]["details"][0]
+    assert detail["path"] == "models[0].model" and "acts only in prebuilt/metaworld" in detail["message"]
+    ok = {"model": "prebuilt/metaworld-expert", "tasks": [{"env": "prebuilt/metaworld", "taskId": "mt10/reach-v3", "episodes": 1}]}
+    assert api.post("/v1/evaluation-previews", ok, format="json").status_code == 200
