@@ -310,6 +310,9 @@ RLMESH_SHARD_HEARTBEAT_TIMEOUT = env_float("RLMESH_SHARD_HEARTBEAT_TIMEOUT", 300
 RLMESH_SHARD_MAX_ATTEMPTS = env_int("RLMESH_SHARD_MAX_ATTEMPTS", 3)
 #: Env-steps per second one shard sustains, used only for preview estimates (measured: bench/).
 RLMESH_ESTIMATED_STEPS_PER_SECOND = env_float("RLMESH_ESTIMATED_STEPS_PER_SECOND", 400.0)
+#: Seconds to render one frame of a recorded episode, used only for preview estimates (Meta-World 128² on CPU
+#: measured 75–300 ms; CartPole ~9 ms): an upper bound leans high.
+RLMESH_ESTIMATED_RENDER_SECONDS = env_float("RLMESH_ESTIMATED_RENDER_SECONDS", 0.15)
 #: Shards that run at once across the worker pool, used only for preview estimates.
 RLMESH_ESTIMATED_PARALLEL_SHARDS = env_int("RLMESH_ESTIMATED_PARALLEL_SHARDS", 2)
 

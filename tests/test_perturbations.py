@@ -135,3 +135,13 @@ def test_recording_failures_keeps_only_failed_episodes(tenant_a):
     assert all(e.success and not e.video for e in eps if e.workload.perturbation == "none")
     failed = [e for e in eps if not e.success]
     assert failed and all(e.video and e.video_meta["frames"] == e.steps + 1 for e in failed)
+
+
+def test_the_preview_budgets_rendering_for_recorded_episodes(api):
+    body = cartpole_request()
+    body["tasks"][0]["episodes"] = 10
+    plain = api.post("/v1/evaluation-previews", body, format="json").json()
+    body["tasks"][0]["record"] = "first:4"
+    recorded = api.post("/v1/evaluation-previews", body, format="json").json()
+    assert plain["estimates"]["maxRenderedFrames"] == 0 and recorded["estimates"]["maxRenderedFrames"] == 4 * 500
+    assert recorded["estimates"]["estimatedSecondsUpperBound"] > plain["estimates"]["estimatedSecondsUpperBound"] + 4 * 500 * 0.1

@@ -156,13 +156,18 @@ class Plan:
         """Sizes and a rough duration, from the configured sustained steps/s per shard (see bench/)."""
         shards = sum(len(w.shards) for w in self.workloads)
         steps = sum(w.episodes * (w.max_steps or _env_step_limit(w)) for w in self.workloads)
+        # Recorded episodes render every step: budget settings.RLMESH_ESTIMATED_RENDER_SECONDS per frame
+        # (MuJoCo on CPU: 75–300 ms at 128², spec/ENVS.md §2; CartPole ~9 ms).
+        rendered = sum(_recorded_episodes(w) * (w.max_steps or _env_step_limit(w)) for w in self.workloads)
         parallel = max(1, min(shards, settings.RLMESH_ESTIMATED_PARALLEL_SHARDS))
+        seconds = steps / settings.RLMESH_ESTIMATED_STEPS_PER_SECOND + rendered * settings.RLMESH_ESTIMATED_RENDER_SECONDS
         return {
             "episodes": self.total_episodes,
             "workloads": len(self.workloads),
             "shards": shards,
             "maxEnvSteps": steps,
-            "estimatedSecondsUpperBound": round(steps / settings.RLMESH_ESTIMATED_STEPS_PER_SECOND / parallel, 1),
+            "maxRenderedFrames": rendered,
+            "estimatedSecondsUpperBound": round(seconds / parallel, 1),
         }
 
     def workload_summaries(self) -> list[dict]:
@@ -181,10 +186,21 @@ class Plan:
 
 
 def _env_step_limit(w: PlannedWorkload) -> int:
-    # Gymnasium's own time limits for the classic scenarios; an unknown env counts 1,000.
+    # Gymnasium's own time limits for the classic scenarios, Meta-World's 500; an unknown env counts 1,000.
+    if "task" in w.env_kwargs and "benchmark" in w.env_kwargs:
+        return 500
     return {"CartPole-v1": 500, "MountainCar-v0": 200, "Acrobot-v1": 500, "Pendulum-v1": 200}.get(
         w.env_kwargs.get("env_id", ""), 1000
     )
+
+
+def _recorded_episodes(w: PlannedWorkload) -> int:
+    """Upper bound of the episodes of a workload that render frames (``failures`` renders them all)."""
+    if w.record in ("all", "failures"):
+        return w.episodes
+    if w.record.startswith("first:"):
+        return min(w.episodes, int(w.record.split(":", 1)[1]))
+    return 0
 
 
 _RECORD = re.compile(r"^first:([1-9][0-9]{0,5})$")
