@@ -390,6 +390,7 @@ def test_the_dashboard_upload_imports_and_redirects_to_the_evaluation(tenant_a, 
     assert evaluation.origin == "import" and evaluation.creator == tenant_a.user and evaluation.api_key is None
     detail = web.get(evaluation.get_absolute_url()).content.decode()
     assert 'id="imported-badge"' in detail and "run-again-top" not in detail
+    assert 'From my laptop</a> <span class="badge"' in web.get("/evaluations").content.decode()  # marked in the list too
     assert "scores-table" in detail
     for tab in ("episodes", "configuration", "logs"):
         assert web.get(f"{evaluation.get_absolute_url()}/{tab}").status_code == 200, tab
@@ -444,3 +445,11 @@ def test_videos_already_stored_are_deleted_when_a_later_one_is_corrupt(tenant_a,
     assert info.value.errors[0]["path"] == f"bundle:{VIDEO_LAST}" and "CRC" in info.value.errors[0]["message"]
     assert len(deleted) == 3  # the three videos stored before the corrupt fourth
     assert snapshot(media_root) == before
+
+
+def test_a_name_longer_than_submissions_allow_is_refused_not_truncated(api, media_root):
+    before = Evaluation.objects.count()
+    r = api.post("/v1/evaluations/imports", {"bundle": SimpleUploadedFile("run.zip", FIXTURE.read_bytes(), "application/zip"),
+                                             "name": "x" * 201}, format="multipart")
+    assert r.status_code == 400 and r.json()["error"]["details"][0]["path"] == "name"
+    assert Evaluation.objects.count() == before
