@@ -264,6 +264,31 @@ def _env_kwargs(scenario: dict | None, perturbation: str, params: dict | None = 
     return kwargs
 
 
+def _reference_errors(normalized: dict, organization: Organization, data: dict, reported: set[str]) -> list[dict]:
+    """Best-effort reference errors for a request that already failed the schema, so one response lists every
+    bad field: unknown models/envs whose own field was well-formed (paths not yet ``reported``)."""
+    errors: list[dict] = []
+    prefix = "models" if "models" in data else "model"
+    entries = normalized.get("models") if prefix == "models" else [normalized.get("model")]
+    for i, entry in enumerate(entries if isinstance(entries, list) else []):
+        path = f"models[{i}].model" if prefix == "models" else "model.model"
+        ref = entry.get("model") if isinstance(entry, dict) else None
+        if isinstance(ref, str) and path not in reported:
+            try:
+                resolve_reference(ref, kind=ImageKind.MODEL, organization=organization)
+            except ReferenceError_ as exc:
+                errors.append({"path": path, "message": str(exc)})
+    tasks = normalized.get("tasks")
+    for i, task in enumerate(tasks if isinstance(tasks, list) else []):
+        path = f"tasks[{i}].env"
+        if isinstance(task, dict) and isinstance(task.get("env"), str) and path not in reported:
+            try:
+                resolve_reference(task["env"], kind=ImageKind.ENV, organization=organization)
+            except ReferenceError_ as exc:
+                errors.append({"path": path, "message": str(exc)})
+    return errors
+
+
 def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
     """Validate ``data`` (a parsed request object) and expand it into a :class:`Plan`. Writes nothing.
 
@@ -277,7 +302,8 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
         normalized["model"] = {"model": normalized["model"]}
     serializer = EvaluationRequestSerializer(data=normalized)
     if not serializer.is_valid():
-        raise RequestInvalid(flatten_errors(serializer.errors))
+        errors = flatten_errors(serializer.errors)
+        raise RequestInvalid(errors + _reference_errors(normalized, organization, data, {e["path"] for e in errors}))
     req = serializer.validated_data
     model_path = "models" if "models" in data else "model"
 

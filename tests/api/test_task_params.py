@@ -55,3 +55,11 @@ def test_the_metaworld_expert_is_refused_outside_metaworld(api):
     assert detail["path"] == "models[0].model" and "acts only in prebuilt/metaworld" in detail["message"]
     ok = {"model": "prebuilt/metaworld-expert", "tasks": [{"env": "prebuilt/metaworld", "taskId": "mt10/reach-v3", "episodes": 1}]}
     assert api.post("/v1/evaluation-previews", ok, format="json").status_code == 200
+
+
+def test_schema_errors_and_unknown_references_come_back_together(api):
+    body = {"models": ["nobody/nothing"], "tasks": [{"env": "x/y", "taskId": "a"}]}
+    r = api.post("/v1/evaluation-previews", body, format="json")
+    assert r.status_code == 400
+    paths = {d["path"] for d in r.json()["error"]["details"]}
+    assert paths == {"tasks[0].episodes", "tasks[0].env", "models[0].model"}
