@@ -124,6 +124,7 @@ class ImageSerializer(serializers.Serializer):
         if obj.current_version is None:
             return []
         return [
-            {"id": s["id"], "name": s.get("name", s["id"]), "successCriterion": s.get("success")}
+            {"id": s["id"], "name": s.get("name", s["id"]), "successCriterion": s.get("success"),
+             **({"instruction": s["instruction"]} if s.get("instruction") else {})}
             for s in obj.current_version.scenarios
         ]

@@ -128,11 +128,12 @@ def _goal_scenarios() -> list[dict]:
 
 
 def _metaworld_scenarios() -> list[dict]:
-    from .metaworld import TASK_NAMES, VARIANTS
+    from .metaworld import INSTRUCTIONS, TASK_NAMES, VARIANTS
 
     # Success is Meta-World's own info["success"] flag (the episode terminates on success).
     return [
-        {"id": vid, "name": f"{TASK_NAMES[params['task']]} ({params['benchmark'].upper()})", "params": params}
+        {"id": vid, "name": f"{TASK_NAMES[params['task']]} ({params['benchmark'].upper()})", "params": params,
+         "instruction": INSTRUCTIONS[params["task"]]}
         for vid, params in VARIANTS.items()
     ]
 

@@ -63,3 +63,11 @@ def test_schema_errors_and_unknown_references_come_back_together(api):
     assert r.status_code == 400
     paths = {d["path"] for d in r.json()["error"]["details"]}
     assert paths == {"tasks[0].episodes", "tasks[0].env", "models[0].model"}
+
+
+def test_the_metaworld_catalog_lists_benchmarks_names_and_instructions(api):
+    env = api.get("/v1/images/prebuilt/metaworld").json()
+    scenarios = {s["id"]: s for s in env["scenarios"]}
+    assert len(scenarios) == 75 and {i.split("/")[0] for i in scenarios} == {"mt10", "mt50", "ml10-train", "ml10-test"}
+    pick = scenarios["mt10/pick-place-v3"]
+    assert pick["name"].startswith("Pick") and "puck" in pick["instruction"] and pick["successCriterion"] is None
