@@ -88,6 +88,8 @@ def _org_evaluation(request: HttpRequest, public_id: str, queryset=None) -> Eval
 @require_POST
 def organization_switch(request: HttpRequest) -> HttpResponse:
     provider_id = request.POST.get("organization", "")
+    if not provider_id:
+        return HttpResponse("choose an organization (form field organization)", status=400)
     membership = next((m for m in memberships_of(request) if m.organization.provider_id == provider_id), None)
     if membership is None:
         raise Http404("no such organization")

@@ -150,6 +150,7 @@ def test_organization_switcher(web, tenant_a, tenant_b):
     assert theirs.public_id in page and "Launch evaluation" not in page  # a viewer there
     assert web.get(f"/evaluations/{theirs.public_id}").status_code == 200
     assert web.post("/organizations/switch", {"organization": "org_notmine"}).status_code == 404
+    assert web.post("/organizations/switch", {}).status_code == 400  # a form without the field is a bad request
 
 
 class TestList:
