@@ -64,6 +64,15 @@ class _LatencyHooks:
         self.hooks = Hooks()
 
 
+def _close_quietly(client) -> None:
+    """Detach an env client; a server that already died cannot make this fail the episode twice."""
+    if client is not None:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
 def _stop_condition(*, terminated: bool, truncated: bool, steps: int, max_steps: int | None, wall_s: float, wall_cap: float | None) -> str:
     if terminated:
         return StopCondition.TERMINATED
@@ -183,19 +192,9 @@ class ShardRunner:
                 hooks=hooks,
             )
         except Exception as exc:  # noqa: BLE001 - any env/model failure ends this episode, not the shard
-            wall_ms = (time.monotonic() - t0) * 1000
-            crashed = self._crashed()
-            kind = "timed out" if isinstance(exc, TimeoutError) else "failed"
-            message = f"episode {kind}: {type(exc).__name__}: {exc}"
-            if crashed:
-                message += " (a server crashed)"
-            return EpisodeOutcome(self._error_fields(base, message, wall_ms=wall_ms), restart=True)
+            return self._failed(base, exc, t0)
         finally:
-            if env_client is not None:
-                try:
-                    env_client.close()
-                except Exception:  # noqa: BLE001
-                    pass
+            _close_quietly(env_client)
         ep = result.episodes[0]
         stop = _stop_condition(
             terminated=ep.terminated, truncated=ep.truncated, steps=ep.steps,
@@ -288,17 +287,9 @@ class ShardRunner:
                         truncated = True
                         break
         except Exception as exc:  # noqa: BLE001 - as in run_episode: this episode fails, not the shard
-            wall_ms = (time.monotonic() - t0) * 1000
-            crashed = self._crashed()
-            kind = "timed out" if isinstance(exc, TimeoutError) else "failed"
-            message = f"episode {kind}: {type(exc).__name__}: {exc}" + (" (a server crashed)" if crashed else "")
-            return EpisodeOutcome(self._error_fields(base, message, wall_ms=wall_ms), restart=True)
+            return self._failed(base, exc, t0)
         finally:
-            if env_client is not None:
-                try:
-                    env_client.close()
-                except Exception:  # noqa: BLE001
-                    pass
+            _close_quietly(env_client)
         wall_s = time.monotonic() - t0
         stop = _stop_condition(terminated=terminated, truncated=truncated, steps=steps,
                                max_steps=self.workload.max_steps, wall_s=wall_s, wall_cap=wall_cap)
@@ -332,6 +323,13 @@ class ShardRunner:
             logger.exception("encoding the video of episode %s failed", index)
             return {"video_meta": {"error": f"encoding failed: {type(exc).__name__}: {exc}"}}
         return {"video": name, "video_meta": {**meta, "renderMs": round(render_ms, 1)}}
+
+    def _failed(self, base: dict, exc: Exception, t0: float) -> EpisodeOutcome:
+        """The error outcome of an episode the env or model broke (timeout, crash, exception); servers restart."""
+        wall_ms = (time.monotonic() - t0) * 1000
+        kind = "timed out" if isinstance(exc, TimeoutError) else "failed"
+        message = f"episode {kind}: {type(exc).__name__}: {exc}" + (" (a server crashed)" if self._crashed() else "")
+        return EpisodeOutcome(self._error_fields(base, message, wall_ms=wall_ms), restart=True)
 
     def _crashed(self, grace: float = 1.0) -> bool:
         """Whether a server died; a dying process may still look alive for a moment after its connection broke,
