@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 
 from django.core.files.storage import default_storage
-from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 
-__all__ = ["ranged_file_response"]
+__all__ = ["episode_video_response", "ranged_file_response"]
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 CHUNK = 64 * 1024
@@ -56,3 +56,15 @@ def ranged_file_response(request: HttpRequest, name: str, content_type: str = "v
     response["Content-Length"] = str(end - start + 1)
     response["Accept-Ranges"] = "bytes"
     return response
+
+
+def episode_video_response(request: HttpRequest, evaluation, episode_id: int) -> HttpResponse:
+    """The video of episode ``episode_id`` of ``evaluation`` (already scoped to the caller's organization) as a
+    ranged response; Http404 when the episode has none or its file is gone from storage."""
+    episode = evaluation.episodes.filter(pk=episode_id).exclude(video="").first()
+    if episode is None:
+        raise Http404("this episode has no video")
+    try:
+        return ranged_file_response(request, episode.video.name)
+    except FileNotFoundError:
+        raise Http404("the video file is missing from storage") from None

@@ -29,7 +29,7 @@ from .choices import ACTIVE_STATUSES, ADMIN_ROLES, WRITE_ROLES, EpisodeStatus, E
 from .filtersets import EvaluationFilterSet
 from .forms import EPISODE_SORTS, ApiKeyForm, LaunchForm, catalog_choices
 from .htmx import is_partial, render_page_or_partial
-from .media import ranged_file_response
+from .media import episode_video_response
 from .models import ApiKey, Episode, Evaluation, ImageRepository, Invitation, Membership, Workload
 from .reports import episode_rows
 from .services.evaluations import CancelRefused, cancel_evaluation, create_evaluation
@@ -270,14 +270,7 @@ def evaluation_detail(request: HttpRequest, public_id: str, tab: str = "overview
 @require_GET
 def episode_video(request: HttpRequest, public_id: str, episode_id: int) -> HttpResponse:
     """The episode's MP4, with range requests (the Episodes tab's inline player seeks through it)."""
-    evaluation = _org_evaluation(request, public_id, Evaluation.objects.all())
-    episode = evaluation.episodes.filter(pk=episode_id).exclude(video="").first()
-    if episode is None:
-        raise Http404("no video for this episode")
-    try:
-        return ranged_file_response(request, episode.video.name)
-    except FileNotFoundError:
-        raise Http404("the video file is missing from storage") from None
+    return episode_video_response(request, _org_evaluation(request, public_id, Evaluation.objects.all()), episode_id)
 
 
 @login_required

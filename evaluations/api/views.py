@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from ..choices import WRITE_ROLES, EpisodeStatus, cancel_refusal, may_cancel
 from ..filtersets import EvaluationFilterSet
-from ..media import ranged_file_response
+from ..media import episode_video_response
 from ..models import ApiKey, Evaluation, ImageRepository, Membership, Workload
 from ..services.registry import VersionInUse, delete_version
 from ..services.probes import ProbeFailed, queue_probe
@@ -354,14 +354,7 @@ class EpisodeVideoView(OrgScopedView):
         summary="The episode's H.264 MP4 (when its task recorded it); honours Range requests",
     )
     def get(self, request, public_id: str, episode_id: int):
-        evaluation = self.get_evaluation(public_id)
-        episode = evaluation.episodes.filter(pk=episode_id).exclude(video="").first()
-        if episode is None:
-            raise NotFound("this episode has no video")
-        try:
-            return ranged_file_response(request, episode.video.name)
-        except FileNotFoundError:
-            raise NotFound("the video file is missing from storage") from None
+        return episode_video_response(request, self.get_evaluation(public_id), episode_id)
 
 
 def _episode_dict(e, public_id: str) -> dict:
