@@ -1,0 +1,157 @@
+"""The code layout rules the project keeps (DESIGN §11): short functions, short modules, no import cycles, and
+one module that sends Celery messages. Read from the source with ``ast``; nothing is imported."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Our code: everything but tests, migrations and virtual environments.
+SOURCES = sorted(
+    p for p in ROOT.rglob("*.py")
+    if not any(part in {"tests", "migrations", ".venv", ".venv-metaworld", "var", "node_modules"} or part.startswith(".")
+               for part in p.relative_to(ROOT).parts)
+)
+MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 450
+#: The one module that calls ``.delay``/``.apply_async`` (and ``delay_on_commit``).
+DISPATCH_MODULE = "evaluations/runs/dispatch.py"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _functions(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+
+
+def long_functions() -> list[str]:
+    """``path:line name (N lines)`` for every function longer than MAX_FUNCTION_LINES (decorators excluded)."""
+    out = []
+    for path in SOURCES:
+        for fn in _functions(ast.parse(path.read_text())):
+            length = fn.end_lineno - fn.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                out.append(f"{path.relative_to(ROOT)}:{fn.lineno} {fn.name} ({length} lines)")
+    return out
+
+
+def long_modules() -> list[str]:
+    out = []
+    for path in SOURCES:
+        n = len(path.read_text().splitlines())
+        if n > MAX_MODULE_LINES:
+            out.append(f"{path.relative_to(ROOT)} ({n} lines)")
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the project modules it imports anywhere in its body (function-level imports included)."""
+    names = {_module_name(p): p for p in SOURCES}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    parts = parts[: len(parts) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            for target in targets:
+                # The longest project module the import names (``pkg.mod.func`` → ``pkg.mod``).
+                while target and target not in names:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def import_cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted.
+
+    A package's ``__init__`` importing its own submodules is not a cycle worth reporting, so edges from a
+    package to its children are left out."""
+    graph = {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in import_graph().items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return components
+
+
+def message_senders() -> list[str]:
+    """Modules that call ``.delay(``, ``.delay_on_commit(`` or ``.apply_async(``."""
+    out = []
+    for path in SOURCES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "delay", "delay_on_commit", "apply_async"
+            ):
+                out.append(str(path.relative_to(ROOT)))
+                break
+    return out
+
+
+def test_it_keeps_functions_short():
+    assert long_functions() == []
+
+
+def test_it_keeps_modules_short():
+    assert long_modules() == []
+
+
+def test_it_has_no_import_cycles():
+    assert import_cycles() == []
+
+
+def test_it_sends_celery_messages_from_one_module():
+    assert message_senders() == [DISPATCH_MODULE]
+
+
+if __name__ == "__main__":
+    print("long functions:", *long_functions(), sep="\n  ")
+    print("long modules:", *long_modules(), sep="\n  ")
+    print("import cycles:", *import_cycles(), sep="\n  ")
+    print("message senders:", *message_senders(), sep="\n  ")
