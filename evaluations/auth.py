@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 
-from .choices import WRITE_ROLES
+from .choices import WRITE_ROLES, lesser_role
 from .models import ApiKey, Membership
 from .models.organizations import API_KEY_PREFIX
-from .services.identity import ROLE_ORDER, InvalidToken, decode_access_token
+from .services.identity import InvalidToken, decode_access_token
 
 
 class BearerAuthentication(authentication.BaseAuthentication):
@@ -41,7 +41,7 @@ class BearerAuthentication(authentication.BaseAuthentication):
             creator = Membership.objects.filter(user_id=key.user_id, organization_id=key.organization_id).first()
             if creator is None or not key.user.is_active:
                 raise exceptions.AuthenticationFailed("API key's creator is no longer a member of the organization")
-            role = min(role, creator.role, key=ROLE_ORDER.index)
+            role = lesser_role(role, creator.role)
         now = timezone.now()
         if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
             # Written at most once a minute per key, to keep reads cheap.

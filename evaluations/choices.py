@@ -10,6 +10,15 @@ class Role(models.TextChoices):
     VIEWER = "viewer"
 
 
+#: Roles from least to most privileged: a credential never has more rights than its creator's current role.
+ROLE_ORDER = (Role.VIEWER, Role.MEMBER, Role.ADMIN, Role.OWNER)
+
+
+def lesser_role(a: str, b: str) -> str:
+    """The less privileged of two roles (``ROLE_ORDER``)."""
+    return min(a, b, key=ROLE_ORDER.index)
+
+
 #: Roles that may submit evaluations (and cancel their own).
 WRITE_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.MEMBER})
 #: Roles that manage keys and members, and may cancel anyone's evaluation.
@@ -31,6 +40,17 @@ def cancel_refusal(role: str) -> str:
 class ImageKind(models.TextChoices):
     ENV = "env"
     MODEL = "model"
+
+
+class ProbeStatus(models.TextChoices):
+    """Where an image version stands; only ``passed`` versions may be used."""
+
+    QUEUED = "queued"
+    PROBING = "probing"
+    PASSED = "passed"
+    FAILED = "failed"
+    #: Deleted by its owner; kept (hidden) while a finished evaluation's workload references it.
+    DELETED = "deleted"
 
 
 class EvaluationStatus(models.TextChoices):

@@ -1,5 +1,5 @@
 """Dashboard forms. Validation of a request is never done here: the form only builds the request JSON,
-and :func:`evaluations.services.planning.plan_evaluation` validates it exactly as the API does."""
+and :func:`evaluations.planning.plan_evaluation` validates it exactly as the API does."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 from django import forms
 
-from .choices import Role
+from .choices import ProbeStatus, Role
 from .models import ImageRepository, Organization
 
 EPISODE_SORTS = {
@@ -29,7 +29,7 @@ def catalog_choices(organization: Organization) -> tuple[list[tuple[str, str]], 
     repos = ImageRepository.objects.visible_to(organization).select_related("current_version")
     for repo in repos:
         version = repo.current_version
-        if version is None or version.probe_status != "passed":
+        if version is None or version.probe_status != ProbeStatus.PASSED:
             continue
         if repo.kind == "model":
             if version.checkpoints:
@@ -100,3 +100,12 @@ class ApiKeyForm(forms.Form):
     name = forms.CharField(max_length=100)
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
     expires_in_days = forms.IntegerField(required=False, min_value=1, max_value=3650, label="Expires in (days)")
+
+
+class ImportForm(forms.Form):
+    bundle = forms.FileField(
+        label="Bundle (.zip)",
+        help_text="the .zip that rlmesh.Recorder.export() wrote: result.json plus media/",
+        widget=forms.ClearableFileInput(attrs={"accept": ".zip,application/zip"}),
+    )
+    name = forms.CharField(max_length=200, required=False, help_text="optional; default: Import of <file name>")

@@ -15,7 +15,7 @@ class NoOrganizationMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        from .views import NoOrganization
+        from .tenancy import NoOrganization
 
         if isinstance(exception, NoOrganization):
             return render(request, "evaluations/no_organization.html", status=403)

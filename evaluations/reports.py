@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from django.db.models import Count, Q
 
-from . import scoring
+from .domain import scoring
 from .choices import EpisodeStatus
 from .models import Episode, Evaluation, Shard
 
-__all__ = ["evaluation_metrics", "evaluation_scores", "episode_rows"]
+__all__ = ["evaluation_metrics", "evaluation_scores", "episode_rows", "task_label"]
 
 
 def episode_rows(evaluation: Evaluation) -> list[dict]:
@@ -35,6 +35,12 @@ def episode_rows(evaluation: Evaluation) -> list[dict]:
             }
         )
     return rows
+
+
+def task_label(row: dict) -> str:
+    """A task's name in matrices: its taskId, plus the perturbation when there is one (sweeps stay apart)."""
+    p = row.get("perturbation") or "none"
+    return row["taskId"] if p == "none" else f"{row['taskId']} · {p}"
 
 
 def evaluation_scores(evaluation: Evaluation, group_by: str = "task") -> dict:

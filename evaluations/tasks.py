@@ -1,4 +1,8 @@
-"""Celery tasks: thin, named, idempotent, taking ids."""
+"""Celery tasks: thin, named, idempotent, taking ids; each declares its queue.
+
+Messages are sent only by :mod:`evaluations.runs.dispatch`, which finds these tasks by name. Workers consume
+``-Q shards,maintenance``.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +12,33 @@ import signal
 from celery import shared_task
 from celery.signals import worker_process_init, worker_ready
 
+from .runs import dispatch
 
-@shared_task(name="evaluations.run_shard", ignore_result=True, acks_late=True)
+#: Long-running episode loops.
+SHARDS_QUEUE = "shards"
+#: Housekeeping and probes: the reaper, image probes.
+MAINTENANCE_QUEUE = "maintenance"
+
+
+@shared_task(name=dispatch.RUN_SHARD, queue=SHARDS_QUEUE, ignore_result=True, acks_late=True)
 def run_shard(shard_id: int) -> None:
-    """Run one shard (see services.execution.run_shard); a duplicate delivery does nothing."""
-    from .services.execution import run_shard as _run
+    """Run one shard (see runs.loop.run_shard); a duplicate delivery does nothing."""
+    from .runs.loop import run_shard as run
 
-    _run(shard_id)
+    run(shard_id)
 
 
-@shared_task(name="evaluations.reap_shards", ignore_result=True)
+@shared_task(name=dispatch.REAP_SHARDS, queue=MAINTENANCE_QUEUE, ignore_result=True)
 def reap_shards() -> None:
-    """Re-queue shards whose worker died (see services.evaluations.reap_shards)."""
-    from .services.evaluations import reap_containers, reap_shards as _reap
+    """Re-queue shards whose worker died and remove orphaned containers (runs.lifecycle, runtime.reaper)."""
+    from .runs.lifecycle import reap_shards as reap
+    from .runtime.reaper import reap_containers
 
-    _reap()
+    reap()
     reap_containers()
 
 
-@shared_task(name="evaluations.probe_image", ignore_result=True, acks_late=True)
+@shared_task(name=dispatch.PROBE_IMAGE, queue=MAINTENANCE_QUEUE, ignore_result=True, acks_late=True)
 def probe_image(version_id: int) -> None:
     """Probe a pushed image version (see services.probes.probe_version)."""
     from .services.probes import probe_version
@@ -38,7 +50,7 @@ def probe_image(version_id: int) -> None:
 def _reap_on_start(sender=None, **kwargs) -> None:
     # A worker that starts after a crash recovers the crashed worker's shards at once instead of
     # waiting for the next periodic run.
-    reap_shards.delay()
+    dispatch.request_reap()
 
 
 @worker_process_init.connect

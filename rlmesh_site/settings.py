@@ -221,12 +221,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)} if CELERY_BROKER_URL.startswith("redis") else {}
 )
-# Queue names come from evaluations.queues.Queue; workers consume them with -Q shards,maintenance.
-CELERY_TASK_ROUTES = {
-    "evaluations.run_shard": {"queue": "shards"},
-    "evaluations.reap_shards": {"queue": "maintenance"},
-    "evaluations.probe_image": {"queue": "maintenance"},
-}
+# Each task declares its queue (evaluations/tasks.py); workers consume them with -Q shards,maintenance.
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # ------------------------------------------------------------------- identity
@@ -242,7 +237,7 @@ DEVICE_CODE_INTERVAL = env_int("DEVICE_CODE_INTERVAL", 5)
 #: Requests per minute per client address on the sign-in form and the OAuth endpoints.
 RATELIMIT_LOGIN = os.environ.get("RATELIMIT_LOGIN", "20/m")
 RATELIMIT_OAUTH = os.environ.get("RATELIMIT_OAUTH", "120/m")
-RATELIMIT_VIEW = "evaluations.identity_views.rate_limited"
+RATELIMIT_VIEW = "evaluations.views.identity.rate_limited"
 # Rate-limit counters need a cache shared by every web process: Redis in production (CACHE_REDIS_URL);
 # the embedded default runs one web process, where the local-memory cache is enough.
 CACHE_REDIS_URL = os.environ.get("CACHE_REDIS_URL", "")
@@ -259,6 +254,8 @@ RLMESH_REGISTRY_HOST = os.environ.get("RLMESH_REGISTRY_HOST", "127.0.0.1:5000")
 RLMESH_REGISTRY_DIR = Path(os.environ.get("RLMESH_REGISTRY_DIR", VAR_DIR / "registry"))
 #: Bearer secret the registry sends with push notifications; and the workers' pull-only registry password.
 RLMESH_REGISTRY_NOTIFY_SECRET = env_str("RLMESH_REGISTRY_NOTIFY_SECRET", hashlib.sha256(f"notify:{SECRET_KEY}".encode()).hexdigest())
+#: The account workers pull images with (any name here must match what the registry's token service expects).
+RLMESH_REGISTRY_WORKER_ACCOUNT = "rlmesh-worker"
 RLMESH_REGISTRY_WORKER_SECRET = env_str("RLMESH_REGISTRY_WORKER_SECRET", hashlib.sha256(f"worker:{SECRET_KEY}".encode()).hexdigest())
 #: Docker Engine API endpoint for the docker runtime and probes (Podman's service here, Docker elsewhere).
 RLMESH_DOCKER_HOST = os.environ.get("DOCKER_HOST", f"unix://{VAR_DIR / 'podman.sock'}")
@@ -279,7 +276,7 @@ RLMESH_CONTAINER_ENV_TRANSPORT = os.environ.get("RLMESH_CONTAINER_ENV_TRANSPORT"
 # -------------------------------------------------------------------- runtime
 #: Dotted path of the runtime backend for trusted (prebuilt) sources.
 RLMESH_RUNTIME = os.environ.get("RLMESH_RUNTIME", "evaluations.runtime.local.LocalRuntime")
-RLMESH_WORKFLOW_EDITION = "2026.06"
+RLMESH_WORKFLOW_EDITION = env_str("RLMESH_WORKFLOW_EDITION", "2026.06")
 #: Interpreters of the separate Python environments trusted sources may name as ``python+<name>://``; each env
 #: family that pins conflicting packages gets its own (scripts/setup-<name>.sh makes it).
 RLMESH_PYTHON_ENVS = {"metaworld": os.environ.get("RLMESH_METAWORLD_PYTHON", str(BASE_DIR / ".venv-metaworld" / "bin" / "python"))}

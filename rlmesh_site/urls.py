@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib import admin
 from django_ratelimit.decorators import ratelimit
 
-from evaluations import identity_views
+from evaluations.api import oauth
 from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path, re_path
@@ -27,9 +27,8 @@ urlpatterns = [
         ratelimit(key="ip", rate=lambda g, r: settings.RATELIMIT_LOGIN, method="POST", block=True)(auth_views.LoginView.as_view()),
         name="login",
     ),
-    path("oauth/device_authorization", identity_views.device_authorization, name="oauth-device-authorization"),
-    path("oauth/token", identity_views.token, name="oauth-token"),
-    re_path(r"^activate/?$", identity_views.activate, name="activate"),
+    path("oauth/device_authorization", oauth.device_authorization, name="oauth-device-authorization"),
+    path("oauth/token", oauth.token, name="oauth-token"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),

@@ -12,7 +12,7 @@ import pytest
 from rlmesh._describe import _space_dict, describe
 
 from evaluations.models import ImageRepository, ImageVersion
-from evaluations.services.compatibility import SpaceUnreadable, adapter_problem, space_from_describe, synthetic_env_from_spec
+from evaluations.planning.adapters import SpaceUnreadable, adapter_problem, space_from_describe, synthetic_env_from_spec
 from evaluations.services.probes import ProbeFailed, _smoke_model
 from tests.conftest import cartpole_request
 from tests.support.live import ROOT, wait_for

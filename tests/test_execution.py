@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from evaluations.choices import EvaluationStatus, ShardStatus
 from evaluations.models import Episode, Evaluation, ImageRepository, ImageVersion, Shard
-from evaluations.services import evaluations as svc
-from evaluations.services import execution
-from evaluations.services.planning import plan_evaluation
+from evaluations.runs import lifecycle as svc
+from evaluations.runs import loop as execution
+from evaluations.planning import plan_evaluation
 from tests.conftest import cartpole_request
 
 pytestmark = pytest.mark.django_db
@@ -184,7 +184,7 @@ def test_reaper_requeues_shards_of_dead_workers_and_fails_after_max_attempts(
     tenant_a, monkeypatch, settings, django_capture_on_commit_callbacks
 ):
     sent = []
-    monkeypatch.setattr("evaluations.tasks.run_shard.delay", lambda shard_id: sent.append(shard_id))
+    monkeypatch.setattr("evaluations.runs.dispatch._send", lambda name, shard_id: sent.append(shard_id))
     evaluation = create(tenant_a, cartpole_request())
     (shard,) = Shard.objects.filter(evaluation=evaluation)
     host = socket.gethostname()
@@ -213,7 +213,7 @@ def test_reaper_requeues_shards_of_dead_workers_and_fails_after_max_attempts(
 
 def test_reaper_resends_shards_left_queued_too_long(tenant_a, monkeypatch):
     sent = []
-    monkeypatch.setattr("evaluations.tasks.run_shard.delay", lambda shard_id: sent.append(shard_id))
+    monkeypatch.setattr("evaluations.runs.dispatch._send", lambda name, shard_id: sent.append(shard_id))
     evaluation = create(tenant_a, cartpole_request())
     (shard,) = Shard.objects.filter(evaluation=evaluation)
     assert svc.reap_shards() == []

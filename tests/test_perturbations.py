@@ -10,8 +10,8 @@ import pytest
 from django.core.files.storage import default_storage
 from gymnasium import spaces
 
-from evaluations import perturbations
-from evaluations.perturbations import Perturbation, PerturbationError, Perturber
+from evaluations.domain import perturbations
+from evaluations.domain.perturbations import Perturbation, PerturbationError, Perturber
 from tests.conftest import cartpole_request
 from tests.test_execution import create, episodes, run_all
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _media(settings, tmp_path, monkeypatch):
     settings.MEDIA_ROOT = tmp_path / "media"
-    from evaluations.services import execution
+    from evaluations.runs import loop as execution
 
     monkeypatch.setattr(execution, "HEARTBEAT_SECONDS", 3600)
 

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _media(settings, tmp_path, monkeypatch):
     settings.MEDIA_ROOT = tmp_path / "media"
-    from evaluations.services import execution
+    from evaluations.runs import loop as execution
 
     monkeypatch.setattr(execution, "HEARTBEAT_SECONDS", 3600)
 

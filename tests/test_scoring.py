@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from evaluations import scoring
-from evaluations.services.planning import shard_ranges
+from evaluations.domain import outcomes, scoring
+from evaluations.planning import shard_ranges
 
 
 def hand_wilson(k, n, z=1.959963984540054):
@@ -74,12 +74,12 @@ def test_mean_interval_uses_student_t():
     ],
 )
 def test_episode_success_prefers_env_flag_then_criterion_then_terminated(kwargs, expected):
-    assert scoring.episode_success(**kwargs) == expected
+    assert outcomes.episode_success(**kwargs) == expected
 
 
 def test_episode_success_rejects_unknown_criterion():
     with pytest.raises(ValueError):
-        scoring.episode_success(env_flag=None, criterion={"kind": "vibes"}, terminated=False, reward=0, stop_condition="x")
+        outcomes.episode_success(env_flag=None, criterion={"kind": "vibes"}, terminated=False, reward=0, stop_condition="x")
 
 
 def _row(model, task, success, reward, status="completed", steps=10):
@@ -162,7 +162,7 @@ def test_rollups_across_tasks_carry_the_iqm():
 
 
 def test_task_groups_keep_perturbation_levels_apart():
-    from evaluations.scoring import group_scores
+    from evaluations.domain.scoring import group_scores
 
     rows = [{"model": "m", "env": "e", "taskId": "t", "perturbation": p, "status": "completed", "success": ok, "reward": 1.0, "steps": 1}
             for p, ok in (("none", True), ("none", True), ("obs_noise:0.5", False), ("obs_noise:0.5", False))]
@@ -171,7 +171,7 @@ def test_task_groups_keep_perturbation_levels_apart():
 
 
 def test_survived_with_a_horizon_needs_that_many_steps():
-    from evaluations.scoring import episode_success
+    from evaluations.domain.outcomes import episode_success
 
     crit = {"kind": "survived", "steps": 500}
     common = {"env_flag": None, "criterion": crit, "terminated": False, "reward": 1.0}

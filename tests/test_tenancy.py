@@ -13,8 +13,8 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
 from evaluations.models import ApiKey, Episode, Evaluation, ImageRepository, ImageVersion, Membership
-from evaluations.services.evaluations import create_evaluation
-from evaluations.services.planning import plan_evaluation
+from evaluations.runs.lifecycle import create_evaluation
+from evaluations.planning import plan_evaluation
 from tests.conftest import cartpole_request
 
 pytestmark = pytest.mark.django_db

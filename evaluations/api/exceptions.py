@@ -9,8 +9,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..request_schema import flatten_errors
-from ..services.planning import RequestInvalid
+from ..planning.schema import flatten_errors
+from ..planning import RequestInvalid
 
 logger = logging.getLogger(__name__)
 

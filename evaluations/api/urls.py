@@ -2,31 +2,31 @@
 
 from django.urls import path, re_path
 
-from . import import_views, registry_views, views
+from . import episodes, evaluations, images, imports, info, me, registry
 
 app_name = "evaluations-api"
 
 urlpatterns = [
-    path("info", views.InfoView.as_view(), name="info"),
-    path("me", views.MeView.as_view(), name="me"),
-    path("me/organizations", views.MyOrganizationsView.as_view(), name="me-organizations"),
-    path("me/session", views.MySessionView.as_view(), name="me-session"),
-    path("evaluation-previews", views.EvaluationPreviewView.as_view(), name="evaluation-previews"),
-    path("evaluations", views.EvaluationListView.as_view(), name="evaluations"),
+    path("info", info.InfoView.as_view(), name="info"),
+    path("me", me.MeView.as_view(), name="me"),
+    path("me/organizations", me.MyOrganizationsView.as_view(), name="me-organizations"),
+    path("me/session", me.MySessionView.as_view(), name="me-session"),
+    path("evaluation-previews", evaluations.EvaluationPreviewView.as_view(), name="evaluation-previews"),
+    path("evaluations", evaluations.EvaluationListView.as_view(), name="evaluations"),
     # Before evaluations/<public_id>, which would otherwise take "imports" for an id.
-    path("evaluations/imports", import_views.EvaluationImportView.as_view(), name="evaluation-imports"),
-    path("evaluations/<str:public_id>", views.EvaluationDetailView.as_view(), name="evaluation"),
-    path("evaluations/<str:public_id>/cancellations", views.CancellationView.as_view(), name="cancellations"),
-    path("evaluations/<str:public_id>/scores", views.ScoresView.as_view(), name="scores"),
-    path("evaluations/<str:public_id>/metrics", views.MetricsView.as_view(), name="metrics"),
-    path("evaluations/<str:public_id>/episodes", views.EpisodeListView.as_view(), name="episodes"),
-    path("evaluations/<str:public_id>/episodes/<int:episode_id>/video", views.EpisodeVideoView.as_view(), name="episode-video"),
-    path("evaluations/<str:public_id>/logs", views.LogListView.as_view(), name="logs"),
-    path("registry/info", views.RegistryInfoView.as_view(), name="registry-info"),
-    path("registry/token", registry_views.registry_token, name="registry-token"),
-    path("registry/events", registry_views.registry_events, name="registry-events"),
-    re_path(r"^images/(?P<reference>.+)/probes$", views.ImageProbeView.as_view(), name="image-probes"),
-    re_path(r"^images/(?P<reference>.+@sha256:[0-9a-f]{64})$", views.ImageVersionDeleteView.as_view(), name="image-version"),
-    path("images", views.ImageListView.as_view(), name="images"),
-    path("images/<path:reference>", views.ImageDetailView.as_view(), name="image"),
+    path("evaluations/imports", imports.EvaluationImportView.as_view(), name="evaluation-imports"),
+    path("evaluations/<str:public_id>", evaluations.EvaluationDetailView.as_view(), name="evaluation"),
+    path("evaluations/<str:public_id>/cancellations", evaluations.CancellationView.as_view(), name="cancellations"),
+    path("evaluations/<str:public_id>/scores", evaluations.ScoresView.as_view(), name="scores"),
+    path("evaluations/<str:public_id>/metrics", evaluations.MetricsView.as_view(), name="metrics"),
+    path("evaluations/<str:public_id>/episodes", episodes.EpisodeListView.as_view(), name="episodes"),
+    path("evaluations/<str:public_id>/episodes/<int:episode_id>/video", episodes.EpisodeVideoView.as_view(), name="episode-video"),
+    path("evaluations/<str:public_id>/logs", episodes.LogListView.as_view(), name="logs"),
+    path("registry/info", registry.RegistryInfoView.as_view(), name="registry-info"),
+    path("registry/token", registry.registry_token, name="registry-token"),
+    path("registry/events", registry.registry_events, name="registry-events"),
+    re_path(r"^images/(?P<reference>.+)/probes$", images.ImageProbeView.as_view(), name="image-probes"),
+    re_path(r"^images/(?P<reference>.+@sha256:[0-9a-f]{64})$", images.ImageVersionDeleteView.as_view(), name="image-version"),
+    path("images", images.ImageListView.as_view(), name="images"),
+    path("images/<path:reference>", images.ImageDetailView.as_view(), name="image"),
 ]

@@ -9,7 +9,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from ..choices import EpisodeStatus, EvaluationStatus, LogLevel, ShardStatus, StopCondition, SuccessSource
+from ..choices import TERMINAL_STATUSES, EpisodeStatus, EvaluationStatus, LogLevel, ShardStatus, StopCondition, SuccessSource
 from .images import ImageVersion
 from .organizations import ApiKey, Organization
 
@@ -79,7 +79,7 @@ class Evaluation(models.Model):
 
     @property
     def is_terminal(self) -> bool:
-        return self.status in (EvaluationStatus.COMPLETED, EvaluationStatus.FAILED, EvaluationStatus.CANCELLED)
+        return self.status in TERMINAL_STATUSES
 
     @property
     def deadline(self):
@@ -104,7 +104,7 @@ class Workload(models.Model):
     benchmark = models.CharField(max_length=128, blank=True)
     scenario = models.CharField(max_length=300, blank=True)
     perturbation = models.CharField(max_length=128, blank=True)
-    #: Which episodes get a video: "none", "all", "failures" or "first:N" (see services.recording).
+    #: Which episodes get a video: "none", "all", "failures" or "first:N" (see runs.recording).
     record = models.CharField(max_length=32, default="none")
     episodes = models.PositiveIntegerField()
     seed = models.BigIntegerField(default=0)
@@ -158,6 +158,11 @@ class Shard(models.Model):
 
     def __str__(self) -> str:
         return f"shard {self.workload_id}/{self.index} [{self.start}, {self.stop})"
+
+    def server_name(self, kind: str) -> str:
+        """Name of the shard's ``kind`` (``env``/``model``) server or container; the container reaper keeps the
+        containers whose name belongs to a running shard."""
+        return f"{self.evaluation.public_id}-w{self.workload.index}-s{self.index}-{kind}"
 
 
 class Episode(models.Model):

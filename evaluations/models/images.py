@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from ..choices import ImageKind
+from ..choices import ImageKind, ProbeStatus
 
 __all__ = ["ImageRepository", "ImageVersion"]
 
@@ -67,7 +67,7 @@ class ImageVersion(models.Model):
     scenarios = models.JSONField(default=list)
     checkpoints = models.JSONField(default=dict)
     #: queued | probing | passed | failed; only ``passed`` versions may be used.
-    probe_status = models.CharField(max_length=16, default="passed")
+    probe_status = models.CharField(max_length=16, choices=ProbeStatus.choices, default=ProbeStatus.PASSED)
     probe_log = models.TextField(blank=True)
     probed_at = models.DateTimeField(null=True, blank=True)
     #: The describe envelope (label ``dev.rlmesh.describe`` or what the probe read from the served peer).

@@ -32,6 +32,9 @@ class ServedEndpoint(ABC):
     address: str
     #: Seconds from start to the first successful handshake.
     ready_seconds: float
+    #: True when the server's output is gone once it is stopped (a removed container): callers that want to keep
+    #: its last lines read ``log_tail`` before ``stop``.
+    output_lost_on_stop: bool = False
 
     @abstractmethod
     def alive(self) -> bool:

@@ -45,10 +45,8 @@ def pull(image_ref: str) -> None:
 
     The SDK's ``images.pull`` does not raise on a denied pull, so the low-level stream is checked.
     """
-    from .. services.registry import WORKER_ACCOUNT
-
     repo, _, digest = image_ref.partition("@")
-    auth = {"username": WORKER_ACCOUNT, "password": settings.RLMESH_REGISTRY_WORKER_SECRET}
+    auth = {"username": settings.RLMESH_REGISTRY_WORKER_ACCOUNT, "password": settings.RLMESH_REGISTRY_WORKER_SECRET}
     c = client()
     try:
         for event in c.api.pull(repo, tag=digest or "latest", stream=True, decode=True, auth_config=auth):
@@ -73,6 +71,8 @@ def isolation_kwargs() -> dict:
 
 
 class Container(ServedEndpoint):
+    output_lost_on_stop = True
+
     def __init__(self, container, address: str, sock_dir: str | None = None):
         self.container = container
         self.address = address

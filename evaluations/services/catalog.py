@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from ..choices import ImageKind
+from ..choices import ImageKind, ProbeStatus
 from ..models import ImageRepository, ImageVersion, Organization
 from ..models.images import PREBUILT_NAMESPACE
 
-__all__ = ["ReferenceError_", "ResolvedImage", "parse_reference", "resolve_reference", "sync_prebuilt"]
+__all__ = ["ReferenceError_", "ResolvedImage", "parse_reference", "pick_version", "resolve_reference", "sync_prebuilt"]
 
 
 @transaction.atomic
@@ -38,7 +38,7 @@ def sync_prebuilt() -> None:
                 "scenarios": image.scenarios,
                 "checkpoints": image.checkpoints,
                 "labels": image.labels,
-                "probe_status": "passed",
+                "probe_status": ProbeStatus.PASSED,
             },
         )
         if created or not version.describe:
@@ -103,6 +103,16 @@ class ResolvedImage:
         return self.version.checkpoints.get(self.checkpoint, {}).get("scenarios") if self.checkpoint else None
 
 
+def pick_version(repo: ImageRepository, parsed: ParsedReference) -> ImageVersion | None:
+    """The version of ``repo`` a parsed reference names: by digest, else by tag, else the repository's current one;
+    None when there is no such version. Reads ``repo.versions.all()`` (prefetch it when resolving many)."""
+    if parsed.digest:
+        return next((v for v in repo.versions.all() if v.digest == parsed.digest), None)
+    if parsed.tag:
+        return next((v for v in repo.versions.all() if parsed.tag in v.tags), None)
+    return repo.current_version
+
+
 def resolve_reference(ref: str, *, kind: str, organization: Organization) -> ResolvedImage:
     """Resolve a reference to a usable image version visible to ``organization``.
 
@@ -122,21 +132,16 @@ def resolve_reference(ref: str, *, kind: str, organization: Organization) -> Res
         raise ReferenceError_(f'unknown {noun} "{ref}"')
     if repo.kind and repo.kind != kind:  # blank until a first probe passes: then the probe status says why
         raise ReferenceError_(f'"{repo.path}" is a{"n" if repo.kind == "env" else ""} {repo.kind}, not a{"n" if kind == "env" else ""} {kind}')
-    if parsed.digest:
-        version = repo.versions.filter(digest=parsed.digest).first()
-        if version is None:
-            raise ReferenceError_(f'{repo.path} has no version {parsed.digest}')
-    elif parsed.tag:
-        version = next((v for v in repo.versions.all() if parsed.tag in v.tags), None)
-        if version is None:
+    version = pick_version(repo, parsed)
+    if version is None:
+        if parsed.digest:
+            raise ReferenceError_(f"{repo.path} has no version {parsed.digest}")
+        if parsed.tag:
             raise ReferenceError_(f'{repo.path} has no tag "{parsed.tag}"')
-    else:
-        version = repo.current_version
-        if version is None:
-            raise ReferenceError_(f"{repo.path} has no current version yet")
-    if version.probe_status == "deleted":
+        raise ReferenceError_(f"{repo.path} has no current version yet")
+    if version.probe_status == ProbeStatus.DELETED:
         raise ReferenceError_(f"{repo.path}@{version.digest} was deleted")
-    if version.probe_status != "passed":
+    if version.probe_status != ProbeStatus.PASSED:
         raise ReferenceError_(f"{repo.path}@{version.digest} is not usable: its probe is {version.probe_status}")
     if parsed.checkpoint is not None:
         if kind == ImageKind.ENV:

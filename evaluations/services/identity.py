@@ -20,13 +20,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from ..choices import Role
 from ..models import AuthSession, DeviceAuthorization, Membership, Organization, RefreshToken
 from ..models.identity import hash_secret
 
 __all__ = [
     "OAuthError",
-    "ROLE_ORDER",
     "approve_device",
     "decode_access_token",
     "deny_device",
@@ -39,7 +37,6 @@ __all__ = [
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 #: A used refresh token presented again within this many seconds is a race, not theft.
 REFRESH_REUSE_GRACE_SECONDS = 10
-ROLE_ORDER = [Role.VIEWER, Role.MEMBER, Role.ADMIN, Role.OWNER]
 
 
 class OAuthError(Exception):

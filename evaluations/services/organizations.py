@@ -8,10 +8,9 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from ..choices import ADMIN_ROLES, Role
+from ..choices import ADMIN_ROLES, ROLE_ORDER, Role
 from ..models import Invitation, Membership, Organization
 from ..models.identity import hash_secret
-from .identity import ROLE_ORDER
 
 __all__ = ["MembershipError", "accept_invitation", "change_role", "create_invitation", "remove_member"]
 

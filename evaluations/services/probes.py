@@ -16,7 +16,9 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from ..choices import ProbeStatus
 from ..models import ImageRepository, ImageVersion
+from ..runs import dispatch
 from ..runtime import RuntimeBackendError, ServerSpec
 
 __all__ = ["ProbeFailed", "probe_version", "queue_probe"]
@@ -146,7 +148,7 @@ def _smoke_model(address: str, spec: dict, log: list[str]) -> None:
     stand-in env offering exactly the declared inputs is served on loopback next to the probe."""
     import rlmesh
 
-    from .compatibility import SpaceUnreadable, synthetic_env_from_spec
+    from ..planning.adapters import SpaceUnreadable, synthetic_env_from_spec
 
     try:
         env, tags = synthetic_env_from_spec(spec)
@@ -173,93 +175,113 @@ def _smoke_model(address: str, spec: dict, log: list[str]) -> None:
                f"(inputs {', '.join(env.observation_space.spaces)}; action shape {list(expected)})")
 
 
-def probe_version(version_id: int) -> str | None:
-    """Probe one version (queued, failed or passed: a re-probe); return the final status, or None if another
-    probe holds it."""
-    from ..runtime.docker import Container, DockerRuntime, client, pull
+def _inspect(version: ImageVersion, log: list[str], found: dict) -> None:
+    """Pull the image and check what its config and labels claim: platform, describe label, checkpoints, the kind it
+    serves, the target its label describes. Fills ``found`` (``kind``, ``envelope``, ``labels``, ``checkpoints``,
+    ``scenarios``) as it learns them, so a failed probe still records what it read; raises ProbeFailed."""
+    from ..runtime.docker import client, pull
 
-    with transaction.atomic():
-        claimed = ImageVersion.objects.filter(pk=version_id).exclude(probe_status="probing").update(probe_status="probing")
-    if not claimed:
-        return None
-    version = ImageVersion.objects.select_related("repository").get(pk=version_id)
     repo = version.repository
-    log: list[str] = [f"probing {repo.path}@{version.digest}"]
-    server: Container | None = None
-    status, kind, scenarios, envelope, labels, checkpoints = "failed", None, [], {}, {}, {}
+    image = version.source.removeprefix("oci://")
     try:
-        image = version.source.removeprefix("oci://")
-        try:
-            pull(image)
-        except RuntimeBackendError as exc:
-            raise ProbeFailed(str(exc)) from None
-        c = client()
-        try:
-            attrs = c.images.get(image).attrs
-        finally:
-            c.close()
-        config = attrs.get("Config") or {}
-        os_, arch = attrs.get("Os"), attrs.get("Architecture")
-        if os_ and arch and (os_, arch) != ("linux", "amd64"):
-            raise ProbeFailed(f"image is {os_}/{arch}; build with --platform linux/amd64")
-        log.append(f"ok    platform {os_}/{arch}")
-        labels = config.get("Labels") or {}
-        envelope = _describe_label(labels, log)
-        checkpoints = _package_checkpoints(labels, log)
-        kind = _claimed_kind(config, envelope)
-        command = (config.get("Entrypoint") or []) + (config.get("Cmd") or [])
-        served_target = _served_target(command)
-        label_target = (envelope.get("target") or {}).get("entrypoint")
-        if served_target and label_target and served_target != label_target:
-            raise ProbeFailed(f"label dev.rlmesh.describe describes {label_target} but the image serves {served_target}; regenerate the label")
-        if repo.kind and kind and kind != repo.kind:
-            raise ProbeFailed(f"{repo.path} holds {repo.kind} images; this one is labelled {kind}")
-        kind = kind or repo.kind or None
-        catalog = ((envelope.get("variants") or {}).get("catalog")) or []
-        scenarios = [
-            {"id": v["id"], "name": (v.get("metadata") or {}).get("name", v["id"]), "params": v.get("params", {})}
-            for v in catalog if isinstance(v, dict) and v.get("id")
-        ]
-        # Readiness by TCP only ("image" is neither env nor model): whether it really serves what it claims is
-        # checked next, with a clear message instead of a readiness timeout.
-        spec = ServerSpec("image", version.source, dict(scenarios[0]["params"]) if scenarios and kind == "env" else {})
-        try:
-            server = DockerRuntime().start(spec, name=f"probe-{version.pk}", labels={"dev.rlmesh.platform.probe": str(version.pk)})
-        except RuntimeBackendError as exc:
-            raise ProbeFailed(f"{exc}" + (f"; last output:\n{exc.log_tail}" if exc.log_tail else "")) from None
+        pull(image)
+    except RuntimeBackendError as exc:
+        raise ProbeFailed(str(exc)) from None
+    c = client()
+    try:
+        attrs = c.images.get(image).attrs
+    finally:
+        c.close()
+    config = attrs.get("Config") or {}
+    os_, arch = attrs.get("Os"), attrs.get("Architecture")
+    if os_ and arch and (os_, arch) != ("linux", "amd64"):
+        raise ProbeFailed(f"image is {os_}/{arch}; build with --platform linux/amd64")
+    log.append(f"ok    platform {os_}/{arch}")
+    labels = found["labels"] = config.get("Labels") or {}
+    envelope = found["envelope"] = _describe_label(labels, log)
+    found["checkpoints"] = _package_checkpoints(labels, log)
+    kind = _claimed_kind(config, envelope)
+    served_target = _served_target((config.get("Entrypoint") or []) + (config.get("Cmd") or []))
+    label_target = (envelope.get("target") or {}).get("entrypoint")
+    if served_target and label_target and served_target != label_target:
+        raise ProbeFailed(f"label dev.rlmesh.describe describes {label_target} but the image serves {served_target}; regenerate the label")
+    if repo.kind and kind and kind != repo.kind:
+        raise ProbeFailed(f"{repo.path} holds {repo.kind} images; this one is labelled {kind}")
+    catalog = ((envelope.get("variants") or {}).get("catalog")) or []
+    found["scenarios"] = [
+        {"id": v["id"], "name": (v.get("metadata") or {}).get("name", v["id"]), "params": v.get("params", {})}
+        for v in catalog if isinstance(v, dict) and v.get("id")
+    ]
+    found["kind"] = kind or repo.kind or None
+
+
+def _serve_and_smoke_test(version: ImageVersion, found: dict, log: list[str]) -> str:
+    """Start the image with the isolation profile, check it serves the kind it claims, smoke-test it; return the kind
+    it serves. Raises ProbeFailed. The container is always removed."""
+    from ..runtime.docker import DockerRuntime
+
+    kind, scenarios, envelope = found["kind"], found["scenarios"], found["envelope"]
+    # Readiness by TCP only ("image" is neither env nor model): whether it really serves what it claims is
+    # checked next, with a clear message instead of a readiness timeout.
+    spec = ServerSpec("image", version.source, dict(scenarios[0]["params"]) if scenarios and kind == "env" else {})
+    try:
+        server = DockerRuntime().start(spec, name=f"probe-{version.pk}", labels={"dev.rlmesh.platform.probe": str(version.pk)})
+    except RuntimeBackendError as exc:
+        raise ProbeFailed(f"{exc}" + (f"; last output:\n{exc.log_tail}" if exc.log_tail else "")) from None
+    try:
         log.append(f"ok    started with the isolation profile; listening after {server.ready_seconds:.2f} s")
-        serves_env = _serves_env(server.address)
-        served = "env" if serves_env else "model"
+        served = "env" if _serves_env(server.address) else "model"
         if kind and served != kind:
             raise ProbeFailed(f"the image serves a{'n' if served == 'env' else ''} {served} where a{'n' if kind == 'env' else ''} {kind} is expected")
-        kind = served
-        log.append(f"ok    serves an rlmesh {kind}")
-        if kind == "env":
+        log.append(f"ok    serves an rlmesh {served}")
+        if served == "env":
             _smoke_env(server.address, log)
         elif not envelope.get("model_spec"):
             log.append("warn  the model declares no model_spec: predict is smoke-tested when it first runs against an env")
         else:
             _smoke_model(server.address, envelope["model_spec"], log)
-        if scenarios:
-            log.append(f"ok    scenario catalog: {len(scenarios)} scenarios ({', '.join(s['id'] for s in scenarios[:5])}{'…' if len(scenarios) > 5 else ''})")
-        status = "passed"
+        return served
+    finally:
+        server.stop()
+
+
+def probe_version(version_id: int) -> str | None:
+    """Probe one version (queued, failed or passed: a re-probe); return the final status, or None if another
+    probe holds it."""
+    with transaction.atomic():
+        claimed = ImageVersion.objects.filter(pk=version_id).exclude(probe_status=ProbeStatus.PROBING).update(
+            probe_status=ProbeStatus.PROBING)
+    if not claimed:
+        return None
+    version = ImageVersion.objects.select_related("repository").get(pk=version_id)
+    log: list[str] = [f"probing {version.repository.path}@{version.digest}"]
+    status = ProbeStatus.FAILED
+    found = {"kind": None, "envelope": {}, "labels": {}, "checkpoints": {}, "scenarios": []}
+    try:
+        _inspect(version, log, found)
+        found["kind"] = _serve_and_smoke_test(version, found, log)
+        if found["scenarios"]:
+            ids = [s["id"] for s in found["scenarios"]]
+            log.append(f"ok    scenario catalog: {len(ids)} scenarios ({', '.join(ids[:5])}{'…' if len(ids) > 5 else ''})")
+        status = ProbeStatus.PASSED
     except ProbeFailed as exc:
         log.append(f"FAIL  {exc}")
     except Exception as exc:  # noqa: BLE001 - a probe must always end with a readable status
         logger.exception("probe of version %s crashed", version_id)
         log.append(f"FAIL  probe error: {type(exc).__name__}: {exc}")
-    finally:
-        if server is not None:
-            server.stop()
     log.append(f"result: {status}")
+    _record_probe(version, status, log, found)
+    return status
+
+
+def _record_probe(version: ImageVersion, status: str, log: list[str], found: dict) -> None:
     with transaction.atomic():
         ImageVersion.objects.filter(pk=version.pk).update(
-            probe_status=status, probe_log="\n".join(log), probed_at=timezone.now(), describe=envelope,
-            scenarios=scenarios, labels=labels, checkpoints=checkpoints,
+            probe_status=status, probe_log="\n".join(log), probed_at=timezone.now(), describe=found["envelope"],
+            scenarios=found["scenarios"], labels=found["labels"], checkpoints=found["checkpoints"],
         )
-        if status == "passed" and not repo.kind:
-            ImageRepository.objects.filter(pk=repo.pk, kind="").update(kind=kind)
-    return status
+        if status == ProbeStatus.PASSED and not version.repository.kind:
+            ImageRepository.objects.filter(pk=version.repository_id, kind="").update(kind=found["kind"])
 
 
 def queue_probe(version: ImageVersion) -> None:
@@ -267,9 +289,7 @@ def queue_probe(version: ImageVersion) -> None:
 
     Raises ProbeFailed for a deleted version: push it again instead.
     """
-    from ..tasks import probe_image
-
-    if version.probe_status == "deleted":
+    if version.probe_status == ProbeStatus.DELETED:
         raise ProbeFailed("this version was deleted; push it again to use it")
-    ImageVersion.objects.filter(pk=version.pk).exclude(probe_status="probing").update(probe_status="queued")
-    transaction.on_commit(lambda: probe_image.delay(version.pk))
+    ImageVersion.objects.filter(pk=version.pk).exclude(probe_status=ProbeStatus.PROBING).update(probe_status=ProbeStatus.QUEUED)
+    dispatch.send_probe(version.pk)

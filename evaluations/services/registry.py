@@ -21,8 +21,8 @@ from django.db import transaction
 from django.db.models import Q as models_Q
 from django.utils import timezone
 
-from ..choices import WRITE_ROLES
-from ..models import ApiKey, ImageRepository, ImageVersion, Membership, Organization
+from ..choices import ACTIVE_STATUSES, WRITE_ROLES, ProbeStatus
+from ..models import ApiKey, ImageRepository, ImageVersion, Membership, Organization, Workload
 from ..models.images import PREBUILT_NAMESPACE
 from .identity import InvalidToken, decode_access_token
 
@@ -30,7 +30,6 @@ __all__ = ["Grantee", "authenticate_basic", "ensure_keys", "granted_actions", "i
 
 SERVICE = "rlmesh-registry"
 ISSUER = "rlmesh-platform"
-WORKER_ACCOUNT = "rlmesh-worker"
 
 
 # ------------------------------------------------------------------- keys
@@ -125,9 +124,9 @@ def authenticate_basic(username: str, password: str) -> Grantee | None:
     A session token grants its user's organizations (push where the role may write); an API key grants
     its organization; the worker secret pulls everything. Everyone pulls ``prebuilt/``.
     """
-    if username == WORKER_ACCOUNT:
+    if username == settings.RLMESH_REGISTRY_WORKER_ACCOUNT:
         if hmac.compare_digest(password, settings.RLMESH_REGISTRY_WORKER_SECRET):
-            return Grantee(WORKER_ACCOUNT, frozenset(), frozenset(), pull_everything=True)
+            return Grantee(settings.RLMESH_REGISTRY_WORKER_ACCOUNT, frozenset(), frozenset(), pull_everything=True)
         return None
     if password.startswith("rlm_"):
         key = ApiKey.objects.for_key(password)
@@ -205,7 +204,7 @@ def record_push(event: dict) -> ImageVersion | None:
         repo, _ = ImageRepository.objects.get_or_create(namespace=namespace, name=name, defaults={"kind": ""})
         version, created = ImageVersion.objects.get_or_create(
             repository=repo, digest=digest,
-            defaults={"source": f"oci://{settings.RLMESH_REGISTRY_HOST}/{repository}@{digest}", "probe_status": "queued", "size": size},
+            defaults={"source": f"oci://{settings.RLMESH_REGISTRY_HOST}/{repository}@{digest}", "probe_status": ProbeStatus.QUEUED, "size": size},
         )
         if tag:
             # A tag names one version at a time: move it here.
@@ -219,9 +218,10 @@ def record_push(event: dict) -> ImageVersion | None:
             if tag == "latest" and repo.current_version_id != version.pk:
                 repo.current_version = version
                 repo.save(update_fields=["current_version"])
-    if not created and version.probe_status == "deleted":
+    if not created and version.probe_status == ProbeStatus.DELETED:
         # Pushed again after a delete: a new life, probed again.
-        ImageVersion.objects.filter(pk=version.pk).update(probe_status="queued")
+        ImageVersion.objects.filter(pk=version.pk).update(probe_status=ProbeStatus.QUEUED)
+        version.probe_status = ProbeStatus.QUEUED
         return version
     return version if created else None
 
@@ -239,8 +239,6 @@ def delete_version(version: ImageVersion) -> None:
     """
     import urllib.request
 
-    from ..choices import ACTIVE_STATUSES
-    from ..models import Workload
 
     in_use = Workload.objects.filter(evaluation__status__in=ACTIVE_STATUSES).filter(
         models_Q(model_version=version) | models_Q(env_version=version)
@@ -264,6 +262,6 @@ def delete_version(version: ImageVersion) -> None:
             repo.current_version = None
             repo.save(update_fields=["current_version"])
         if referenced:
-            ImageVersion.objects.filter(pk=version.pk).update(probe_status="deleted", tags=[])
+            ImageVersion.objects.filter(pk=version.pk).update(probe_status=ProbeStatus.DELETED, tags=[])
         else:
             version.delete()

@@ -19,8 +19,9 @@ from django.test import Client
 
 from evaluations.choices import Role
 from evaluations.models import Episode, Evaluation, Workload
-from evaluations.services import imports
-from evaluations.services.imports import BundleInvalid, import_bundle
+import evaluations.imports.write  # noqa: F401  (patched below)
+from evaluations import imports
+from evaluations.imports import BundleInvalid, import_bundle
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
@@ -330,7 +331,7 @@ def test_a_failure_while_writing_rows_removes_the_stored_videos(tenant_a, media_
     def boom(*args, **kwargs):
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr(imports, "log", boom)  # the last write inside the transaction
+    monkeypatch.setattr(imports.write, "log", boom)  # the last write inside the transaction
     before = snapshot(media_root)
     with FIXTURE.open("rb") as f, pytest.raises(RuntimeError):
         import_bundle(f, organization=tenant_a.org, user=tenant_a.user)
@@ -399,8 +400,8 @@ def test_the_dashboard_upload_imports_and_redirects_to_the_evaluation(tenant_a, 
 
 
 def test_platform_evaluations_show_no_imported_badge(tenant_a, media_root):
-    from evaluations.services.evaluations import create_evaluation
-    from evaluations.services.planning import plan_evaluation
+    from evaluations.runs.lifecycle import create_evaluation
+    from evaluations.planning import plan_evaluation
     from tests.conftest import cartpole_request
 
     evaluation = create_evaluation(plan=plan_evaluation(cartpole_request(), organization=tenant_a.org),

@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 
 from evaluations.models import Episode
-from evaluations.services.evaluations import create_evaluation
-from evaluations.services.planning import plan_evaluation
-from evaluations.services.recording import encode_mp4, store_video
+from evaluations.runs.lifecycle import create_evaluation
+from evaluations.planning import plan_evaluation
+from evaluations.runs.recording import encode_mp4, store_video
 from tests.conftest import cartpole_request
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from evaluations.choices import Role
 from evaluations.models import Evaluation, Invitation, Membership
-from evaluations.services.evaluations import create_evaluation
-from evaluations.services.planning import plan_evaluation
+from evaluations.runs.lifecycle import create_evaluation
+from evaluations.planning import plan_evaluation
 from tests.conftest import cartpole_request, make_api_key, make_user
 
 pytestmark = pytest.mark.django_db

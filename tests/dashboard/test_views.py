@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from evaluations.choices import EvaluationStatus, Role
 from evaluations.models import ApiKey, Episode, Evaluation, Membership, Workload
-from evaluations.services.evaluations import create_evaluation
-from evaluations.services.planning import plan_evaluation
+from evaluations.runs.lifecycle import create_evaluation
+from evaluations.planning import plan_evaluation
 from tests.conftest import cartpole_request, make_user
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,6 @@ from scipy import stats
 
 __all__ = [
     "GROUP_FIELDS",
-    "episode_success",
     "group_scores",
     "histogram_add",
     "histogram_merge",
@@ -75,42 +74,6 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     pos = (len(ordered) - 1) * q / 100
     lo, hi = math.floor(pos), math.ceil(pos)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-# ------------------------------------------------------------------ success
-def episode_success(
-    *,
-    env_flag: bool | None,
-    criterion: Mapping | None,
-    terminated: bool,
-    reward: float,
-    stop_condition: str,
-    steps: int | None = None,
-) -> tuple[bool, str]:
-    """Decide an episode's success and say where the verdict came from.
-
-    Order: the env's own flag (``info["is_success"]``/``info["success"]``, as rlmesh reports it) →
-    the scenario's declared ``criterion`` → ``terminated``. Criteria:
-    ``{"kind": "survived", "steps": n}`` (not terminated, stopped by the time limit or the maxSteps cap, and
-    — when the criterion names ``steps`` and ``steps`` is given — at least n steps long, so a maxSteps cap
-    below the horizon is not a success),
-    ``{"kind": "terminated"}``, ``{"kind": "return_at_least", "threshold": x}``.
-    Returns ``(success, source)`` with source ``"env" | "criterion" | "terminated"``;
-    raises ValueError on an unknown criterion kind.
-    """
-    if env_flag is not None:
-        return bool(env_flag), "env"
-    if criterion:
-        kind = criterion.get("kind")
-        if kind == "survived":
-            long_enough = steps is None or criterion.get("steps") is None or steps >= int(criterion["steps"])
-            return (not terminated and stop_condition in ("time_limit", "max_steps") and long_enough), "criterion"
-        if kind == "terminated":
-            return bool(terminated), "criterion"
-        if kind == "return_at_least":
-            return reward >= float(criterion["threshold"]), "criterion"
-        raise ValueError(f"unknown success criterion kind {kind!r}")
-    return bool(terminated), "terminated"
 
 
 def iqm_interval(

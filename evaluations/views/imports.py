@@ -1,29 +1,20 @@
-"""Dashboard page "Import a local run": upload an ``rlmesh.result.v1`` bundle (see services/imports.py)."""
+"""Dashboard page "Import a local run": upload an ``rlmesh.result.v1`` bundle (see evaluations/imports/)."""
 
 from __future__ import annotations
 
-from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRedirect
 
-from .choices import WRITE_ROLES
-from .services.imports import import_bundle
-from .services.planning import RequestInvalid
-from .views import active_membership
+from ..choices import WRITE_ROLES
+from ..forms import ImportForm
+from ..imports import import_bundle
+from ..planning import RequestInvalid
+from ..tenancy import active_membership
 
-__all__ = ["ImportForm", "evaluation_import"]
-
-
-class ImportForm(forms.Form):
-    bundle = forms.FileField(
-        label="Bundle (.zip)",
-        help_text="the .zip that rlmesh.Recorder.export() wrote: result.json plus media/",
-        widget=forms.ClearableFileInput(attrs={"accept": ".zip,application/zip"}),
-    )
-    name = forms.CharField(max_length=200, required=False, help_text="optional; default: Import of <file name>")
+__all__ = ["evaluation_import"]
 
 
 @login_required

@@ -2,62 +2,22 @@
 
 from __future__ import annotations
 
-import re
-
 from django.conf import settings
-from django.core.files.uploadedfile import TemporaryUploadedFile
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import parsers, serializers, status
 from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
 
+from ..imports import import_bundle
 from ..models import ApiKey
-from ..services.imports import import_bundle
-from ..services.planning import RequestInvalid
-from .parsers import PayloadTooLarge
+from ..planning import RequestInvalid
+from ..selectors import evaluation_detail_queryset
+from .base import ERRORS, OrgScopedView
+from .parsers import OctetStreamZipBodyParser, PayloadTooLarge, ZipBodyParser
 from .serializers import ErrorSerializer, EvaluationDetailSerializer
-from .views import ERRORS, OrgScopedView, _detail_queryset
 
 __all__ = ["EvaluationImportView"]
-
-_FILENAME = re.compile(r"""filename\*?=(?:UTF-8'')?"?([^";]+)"?""", re.IGNORECASE)
-
-
-def _upload_limit() -> int:
-    return settings.RLMESH_IMPORT_MAX_BYTES
-
-
-class ZipBodyParser(parsers.BaseParser):
-    """A raw ``application/zip`` body, spooled to a temporary file (never held in memory).
-
-    Returns a TemporaryUploadedFile named after ``Content-Disposition``'s filename (else ``bundle.zip``), or
-    None for an empty body. Raises PayloadTooLarge past ``RLMESH_IMPORT_MAX_BYTES``.
-    """
-
-    media_type = "application/zip"
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        if stream is None:
-            return None
-        request = parser_context["request"]
-        match = _FILENAME.search(request.META.get("HTTP_CONTENT_DISPOSITION", ""))
-        upload = TemporaryUploadedFile(match.group(1) if match else "bundle.zip", self.media_type, 0, None)
-        limit, size = _upload_limit(), 0
-        while chunk := stream.read(1024 * 1024):
-            size += len(chunk)
-            if size > limit:
-                upload.close()
-                raise PayloadTooLarge(f"the bundle is larger than {limit} bytes (RLMESH_IMPORT_MAX_BYTES)")
-            upload.write(chunk)
-        upload.size = size
-        upload.seek(0)
-        return upload
-
-
-class OctetStreamZipBodyParser(ZipBodyParser):
-    media_type = "application/octet-stream"
-
 
 class EvaluationImportView(OrgScopedView):
     """Members and above import bundles; viewers get 403 (``IsOrganizationMember``)."""
@@ -85,7 +45,7 @@ class EvaluationImportView(OrgScopedView):
         ),
     )
     def post(self, request):
-        limit = _upload_limit()
+        limit = settings.RLMESH_IMPORT_MAX_BYTES
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -113,5 +73,5 @@ class EvaluationImportView(OrgScopedView):
         finally:
             if raw_upload:
                 bundle.close()
-        body = EvaluationDetailSerializer(self.get_evaluation(evaluation.public_id, _detail_queryset())).data
+        body = EvaluationDetailSerializer(self.get_evaluation(evaluation.public_id, evaluation_detail_queryset())).data
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": f"/v1/evaluations/{evaluation.public_id}"})

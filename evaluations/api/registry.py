@@ -1,5 +1,6 @@
-"""Endpoints the registry itself calls: the Docker token service and push notifications (not DRF: the
-registry speaks HTTP Basic and its own JSON)."""
+"""The platform's OCI registry: ``GET /v1/registry/info`` (where to push, for the CLI), and the endpoints the
+registry itself calls — the Docker token service and push notifications (not DRF: the registry speaks HTTP Basic
+and its own JSON)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,37 @@ import json
 import logging
 
 from django.conf import settings
-from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
 
+from ..choices import WRITE_ROLES
+from ..models import Membership
+from ..services.identity import SessionAuth
+from ..services.probes import queue_probe
 from ..services.registry import authenticate_basic, issue_token, record_push
+from .base import ERRORS, OrgScopedView
+
+__all__ = ["RegistryInfoView", "registry_events", "registry_token"]
 
 logger = logging.getLogger(__name__)
+
+
+class RegistryInfoView(OrgScopedView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Where to push images, and into which namespaces")
+    def get(self, request):
+        role = self.role
+        if isinstance(request.auth, SessionAuth):
+            namespaces = sorted(
+                m.organization.slug for m in Membership.objects.filter(user=request.user).select_related("organization") if m.role in WRITE_ROLES
+            )
+        else:
+            namespaces = [self.organization.slug] if role in WRITE_ROLES else []
+        return Response({"host": settings.RLMESH_REGISTRY_HOST, "namespaces": namespaces})
+
 
 
 def _unauthorized(message: str) -> JsonResponse:
@@ -53,14 +77,7 @@ def registry_events(request: HttpRequest) -> JsonResponse:
         events = json.loads(request.body).get("events", [])
     except (json.JSONDecodeError, AttributeError):
         return JsonResponse({"error": {"code": "parse_error", "message": "expected {\"events\": [...]}", "details": []}}, status=400)
-    from ..tasks import probe_image
-
-    new = []
-    for event in events if isinstance(events, list) else []:
-        if isinstance(event, dict):
-            version = record_push(event)
-            if version is not None:
-                new.append(version.pk)
-    for pk in new:
-        transaction.on_commit(lambda pk=pk: probe_image.delay(pk))
+    new = [v for v in (record_push(e) for e in (events if isinstance(events, list) else []) if isinstance(e, dict)) if v]
+    for version in new:
+        queue_probe(version)
     return JsonResponse({"recorded": len(new)})

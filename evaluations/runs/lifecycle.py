@@ -1,4 +1,11 @@
-"""Writes on evaluations shared by the API, the dashboard and the workers."""
+"""Every status change of an evaluation and its shards, in one place.
+
+Submit (``create_evaluation``) → claim a shard (``claim_shard``) → record its episodes (``record_episode``) and keep
+its heartbeat (``heartbeat``) → end it (``end_shard``) → finalize the evaluation when its last shard ended
+(``finalize_evaluation``); ``cancel_evaluation`` and the reaper (``reap_shards``) move the same rows. Each change
+is a conditional UPDATE, so concurrent workers, re-delivered messages and the reaper never double-count or
+overwrite a finished row. Messages are sent only through :mod:`evaluations.runs.dispatch`.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +15,23 @@ import socket
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from ..choices import EpisodeStatus, EvaluationStatus, LogLevel, ShardStatus
 from ..models import ApiKey, Episode, Evaluation, EvaluationLog, Organization, Shard, Workload
-from .planning import Plan
+from ..planning import Plan
+from . import dispatch
 
 __all__ = [
     "CancelRefused",
     "cancel_evaluation",
     "claim_shard",
     "create_evaluation",
+    "end_shard",
     "finalize_evaluation",
+    "heartbeat",
+    "is_stopping",
     "log",
     "reap_shards",
     "record_episode",
@@ -37,62 +48,19 @@ def create_evaluation(*, plan: Plan, raw_body: str, organization: Organization, 
     """
     with transaction.atomic():
         evaluation = Evaluation.objects.create(
-            organization=organization,
-            creator=creator,
-            api_key=api_key,
-            name=plan.name,
-            request_raw=raw_body,
-            request=plan.data,
-            config=plan.config,
-            tags=plan.tags,
-            metadata=plan.metadata,
-            warnings=plan.warnings,
-            timeout_seconds=plan.timeout_seconds,
-            total_episodes=plan.total_episodes,
+            organization=organization, creator=creator, api_key=api_key, request_raw=raw_body, **plan.evaluation_fields()
         )
         shard_ids: list[int] = []
-        for index, pw in enumerate(plan.workloads):
-            workload = Workload.objects.create(
-                evaluation=evaluation,
-                index=index,
-                model_ref=pw.model.reference,
-                model_version=pw.model.version,
-                model_checkpoint=pw.model.checkpoint or "",
-                env_ref=pw.env.reference,
-                env_version=pw.env.version,
-                task_id=pw.task_id,
-                benchmark=pw.benchmark,
-                scenario=pw.scenario,
-                perturbation=pw.perturbation,
-                record=pw.record,
-                episodes=pw.episodes,
-                seed=pw.seed,
-                workers=pw.workers,
-                max_steps=pw.max_steps,
-                env_vars=pw.env_vars,
-                env_kwargs=pw.env_kwargs,
-                model_kwargs=pw.model.load_kwargs,
-                success_criterion=pw.success_criterion,
-                metadata=pw.metadata,
-            )
+        for index, planned in enumerate(plan.workloads):
+            workload = Workload.objects.create(evaluation=evaluation, index=index, **planned.row_fields())
             shards = Shard.objects.bulk_create(
                 Shard(evaluation=evaluation, workload=workload, index=i, start=start, stop=stop)
-                for i, (start, stop) in enumerate(pw.shards)
+                for i, (start, stop) in enumerate(planned.task.shards)
             )
             shard_ids.extend(s.pk for s in shards)
         log(evaluation, f"submitted: {len(plan.workloads)} workloads, {len(shard_ids)} shards, {plan.total_episodes} episodes")
-        # robust: a broker outage must not turn a committed submit into a 500; the reaper re-enqueues
-        # shards left queued too long.
-        transaction.on_commit(lambda: enqueue_shards(shard_ids), robust=True)
+        dispatch.send_shards(shard_ids)
     return evaluation
-
-
-def enqueue_shards(shard_ids: list[int]) -> None:
-    """Send one ``run_shard`` message per shard id (call after the shards are committed)."""
-    from ..tasks import run_shard
-
-    for shard_id in shard_ids:
-        run_shard.delay(shard_id)
 
 
 class CancelRefused(Exception):
@@ -228,50 +196,69 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def reap_shards() -> list[int]:
-    """Re-queue running shards whose worker died; return the ids re-queued.
+def _worker_lost(shard: Shard, *, host: str, stale_before) -> bool:
+    """A running shard's worker is presumed lost when its heartbeat is stale, or at once when it was claimed on this
+    host by a process that no longer exists."""
+    if shard.heartbeat_at is None or shard.heartbeat_at < stale_before:
+        return True
+    owner_host, _, pid = shard.claimed_by.rpartition(":")
+    return owner_host == host and pid.isdigit() and not _pid_alive(int(pid))
 
-    A shard is presumed dead when its heartbeat is older than ``RLMESH_SHARD_HEARTBEAT_TIMEOUT``, or at
-    once when it was claimed on this host by a process that no longer exists. A shard that has used up
-    ``RLMESH_SHARD_MAX_ATTEMPTS`` fails instead, and its evaluation is finalized. Re-queued shards resume
-    where they stopped: episodes already recorded are skipped.
-    """
-    from ..tasks import run_shard
 
-    host = socket.gethostname()
-    stale_before = timezone.now() - timezone.timedelta(seconds=settings.RLMESH_SHARD_HEARTBEAT_TIMEOUT)
-    requeued: list[int] = []
-    # Shards queued for longer than the timeout may have lost their message (broker outage at submit):
-    # send another; the idempotent claim makes a duplicate harmless, and queued_at moves so each shard
-    # gets at most one extra message per timeout period.
+def _resend_stale_queued(stale_before) -> list[int]:
+    """Shards queued for longer than the heartbeat timeout may have lost their message (a broker outage at submit):
+    send another. The idempotent claim makes a duplicate harmless, and ``queued_at`` moves so each shard gets at
+    most one extra message per timeout period."""
+    resent = []
     for shard in Shard.objects.filter(status=ShardStatus.QUEUED, queued_at__lt=stale_before):
         if Shard.objects.filter(pk=shard.pk, status=ShardStatus.QUEUED, queued_at=shard.queued_at).update(queued_at=timezone.now()):
-            run_shard.delay(shard.pk)
-            requeued.append(shard.pk)
+            resent.append(shard.pk)
+    dispatch.send_shards(resent, on_commit=False)  # each UPDATE above committed on its own
+    return resent
+
+
+def _fail_lost_shard(shard: Shard) -> None:
+    done = Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, claimed_by=shard.claimed_by).update(
+        status=ShardStatus.FAILED, finished_at=timezone.now(), error=f"worker lost {shard.attempts} times"
+    )
+    if done:
+        log(shard.evaluation, f"shard {shard.index} of workload {shard.workload.index} failed: its worker was lost "
+            f"{shard.attempts} times", level=LogLevel.ERROR, shard=shard)
+        finalize_evaluation(shard.evaluation_id)
+
+
+def _requeue_lost_shard(shard: Shard) -> bool:
+    with transaction.atomic():
+        done = Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, claimed_by=shard.claimed_by).update(
+            status=ShardStatus.QUEUED, claimed_by="", queued_at=timezone.now()
+        )
+        if done:
+            log(shard.evaluation, f"shard {shard.index} of workload {shard.workload.index}: worker {shard.claimed_by} "
+                "was lost; re-queued", level=LogLevel.WARNING, shard=shard)
+            dispatch.send_shards([shard.pk])
+    return bool(done)
+
+
+def reap_shards() -> list[int]:
+    """Re-queue running shards whose worker died, and send queued shards again whose message may be lost; return the
+    ids sent.
+
+    A shard is presumed dead when its heartbeat is older than ``RLMESH_SHARD_HEARTBEAT_TIMEOUT``, or at once when it
+    was claimed on this host by a process that no longer exists. A shard that has used up
+    ``RLMESH_SHARD_MAX_ATTEMPTS`` fails instead, and its evaluation is finalized. Re-queued shards resume where they
+    stopped: episodes already recorded are skipped.
+    """
+    host = socket.gethostname()
+    stale_before = timezone.now() - timezone.timedelta(seconds=settings.RLMESH_SHARD_HEARTBEAT_TIMEOUT)
+    sent = _resend_stale_queued(stale_before)
     for shard in Shard.objects.filter(status=ShardStatus.RUNNING).select_related("evaluation", "workload"):
-        owner_host, _, pid = shard.claimed_by.rpartition(":")
-        dead = shard.heartbeat_at is None or shard.heartbeat_at < stale_before
-        if not dead and owner_host == host and pid.isdigit():
-            dead = not _pid_alive(int(pid))
-        if not dead:
+        if not _worker_lost(shard, host=host, stale_before=stale_before):
             continue
         if shard.attempts >= settings.RLMESH_SHARD_MAX_ATTEMPTS:
-            done = Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, claimed_by=shard.claimed_by).update(
-                status=ShardStatus.FAILED, finished_at=timezone.now(), error=f"worker lost {shard.attempts} times"
-            )
-            if done:
-                log(shard.evaluation, f"shard {shard.index} of workload {shard.workload.index} failed: its worker was lost {shard.attempts} times", level=LogLevel.ERROR, shard=shard)
-                finalize_evaluation(shard.evaluation_id)
-            continue
-        with transaction.atomic():
-            done = Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, claimed_by=shard.claimed_by).update(
-                status=ShardStatus.QUEUED, claimed_by="", queued_at=timezone.now()
-            )
-            if done:
-                log(shard.evaluation, f"shard {shard.index} of workload {shard.workload.index}: worker {shard.claimed_by} was lost; re-queued", level=LogLevel.WARNING, shard=shard)
-                run_shard.delay_on_commit(shard.pk)
-                requeued.append(shard.pk)
-    return requeued
+            _fail_lost_shard(shard)
+        elif _requeue_lost_shard(shard):
+            sent.append(shard.pk)
+    return sent
 
 
 def log(evaluation: Evaluation, message: str, *, level: str = LogLevel.INFO, source: str = "platform", shard: Shard | None = None) -> None:
@@ -281,35 +268,19 @@ def log(evaluation: Evaluation, message: str, *, level: str = LogLevel.INFO, sou
 
 
 def heartbeat(shard: Shard) -> None:
+    """Mark a running shard alive now (the reaper leaves it alone for another heartbeat timeout)."""
     Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING).update(heartbeat_at=timezone.now())
 
 
-def active_filter() -> Q:
-    return Q(status__in=[EvaluationStatus.QUEUED, EvaluationStatus.RUNNING, EvaluationStatus.CANCELLING])
+def is_stopping(evaluation_id: int) -> bool:
+    """Whether the evaluation is being cancelled (or was), checked by the shard loop between episodes."""
+    status = Evaluation.objects.filter(pk=evaluation_id).values_list("status", flat=True).first()
+    return status in (EvaluationStatus.CANCELLING, EvaluationStatus.CANCELLED)
 
 
-def reap_containers() -> list[str]:
-    """Remove platform containers whose shard or probe is no longer running; [] when no Docker API is configured.
-
-    Shard containers are named after their shard (``<eval>-w<i>-s<j>-env|model``), probe containers
-    ``probe-<version id>``; anything else with the platform label is an orphan of a dead worker.
-    """
-    from pathlib import Path
-
-    from ..models import ImageVersion
-
-    host = settings.RLMESH_DOCKER_HOST
-    if host.startswith("unix://") and not Path(host.removeprefix("unix://")).exists():
-        return []
-    from ..runtime.docker import reap_orphans
-
-    live = set()
-    for shard in Shard.objects.filter(status=ShardStatus.RUNNING).select_related("evaluation", "workload"):
-        base = f"{shard.evaluation.public_id}-w{shard.workload.index}-s{shard.index}"
-        live |= {f"{base}-env", f"{base}-model"}
-    live |= {f"probe-{pk}" for pk in ImageVersion.objects.filter(probe_status="probing").values_list("pk", flat=True)}
-    try:
-        return reap_orphans(live)
-    except Exception:  # noqa: BLE001 - an unreachable engine must not break the periodic reaper
-        logger.warning("container reaper could not reach the Docker API at %s", host)
-        return []
+def end_shard(shard: Shard, status: str, error: str = "") -> bool:
+    """Move the shard from ``running`` to its final ``status``, only if this process still holds it (a shard the
+    reaper gave to another worker is not overwritten); True if it did."""
+    return bool(Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, claimed_by=shard.claimed_by).update(
+        status=status, finished_at=timezone.now(), error=error
+    ))

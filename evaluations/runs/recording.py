@@ -9,6 +9,7 @@ at 600×400 (spec/ENVS.md §5). Only episodes that record pay for rendering: ``f
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import time
 from pathlib import Path
@@ -17,7 +18,9 @@ import numpy as np
 from django.core.files import File
 from django.core.files.storage import default_storage
 
-__all__ = ["FPS", "encode_mp4", "frame_from", "keeps", "renders", "store_video"]
+__all__ = ["FPS", "encode_mp4", "frame_from", "keeps", "renders", "save_episode_video", "store_video"]
+
+logger = logging.getLogger(__name__)
 
 #: Playback rate of episode videos (frames per second); one frame per env step.
 FPS = 30
@@ -101,3 +104,18 @@ def store_video(name: str, data: bytes) -> str:
         fh.write(data)
         fh.seek(0)
         return default_storage.save(name, File(fh, name=Path(name).name))
+
+
+def save_episode_video(name: str, frames: list, render_ms: float) -> dict:
+    """Encode ``frames`` and store them under ``name``; return the Episode fields to record: ``video`` and
+    ``video_meta`` (with ``renderMs``), or only ``video_meta`` with an ``error`` when there is nothing to encode or
+    encoding failed (a failed encode loses the video, never the episode)."""
+    if not frames:
+        return {"video_meta": {"error": "the env rendered no frames and its observation holds no image"}}
+    try:
+        data, meta = encode_mp4(frames)
+        stored = store_video(name, data)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        logger.exception("encoding the video %s failed", name)
+        return {"video_meta": {"error": f"encoding failed: {type(exc).__name__}: {exc}"}}
+    return {"video": stored, "video_meta": {**meta, "renderMs": round(render_ms, 1)}}

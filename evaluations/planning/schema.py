@@ -2,7 +2,7 @@
 
 Strict on types (``"5"`` is not an integer, ``true`` is not a number), lenient on unknown fields (they
 become warnings, see :func:`unknown_field_warnings`). Semantic checks (do the references exist, does the
-scenario exist) live in :mod:`evaluations.services.planning`.
+scenario exist) live in the rest of :mod:`evaluations.planning`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from django.conf import settings
 from rest_framework import serializers
 
 __all__ = [
@@ -235,11 +234,3 @@ def flatten_errors(errors, prefix: str = "") -> list[dict]:
     else:
         out.append({"path": prefix or "$", "message": str(errors)})
     return out
-
-
-def settings_caps() -> dict:
-    return {
-        "episodes_per_task": settings.RLMESH_MAX_EPISODES_PER_TASK,
-        "episodes_per_evaluation": settings.RLMESH_MAX_EPISODES_PER_EVALUATION,
-        "workers_per_task": settings.RLMESH_MAX_WORKERS_PER_TASK,
-    }

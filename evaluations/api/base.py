@@ -1,0 +1,46 @@
+"""What every authenticated /v1 view shares: the caller's organization, evaluation lookup scoped to it, and the raw
+JSON body."""
+
+from __future__ import annotations
+
+from rest_framework.exceptions import NotFound
+from rest_framework.views import APIView
+
+from ..models import Evaluation
+from ..planning import parse_request_body
+from .parsers import check_size
+from .serializers import ErrorSerializer
+
+__all__ = ["ERRORS", "OrgScopedView"]
+
+#: Error responses every authenticated operation may return, in the one envelope.
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
+
+
+class OrgScopedView(APIView):
+    """Base for authenticated endpoints: ``self.organization`` is the caller's organization."""
+
+    @property
+    def organization(self):
+        return self.request._request.organization
+
+    def get_evaluation(self, public_id: str, queryset=None) -> Evaluation:
+        """The organization's evaluation with this id; another organization's is simply not found (404)."""
+        qs = queryset if queryset is not None else Evaluation.objects.select_related("creator")
+        evaluation = qs.for_org(self.organization).filter(public_id=public_id).first()
+        if evaluation is None:
+            raise NotFound(f"evaluation {public_id} not found")
+        return evaluation
+
+    def read_request_body(self) -> tuple[str, dict]:
+        """The raw body (as text, byte-for-byte) and its parsed JSON object; RequestInvalid otherwise."""
+        check_size(self.request)
+        raw = self.request._request.body
+        data = parse_request_body(raw)
+        return raw.decode("utf-8"), data
+
+
+    @property
+    def role(self) -> str:
+        """The caller's effective role in the organization (an API key's is capped by its creator's)."""
+        return self.request._request.role

@@ -1,0 +1,114 @@
+"""``/v1/evaluations/{id}/episodes`` and ``/logs``: what happened, episode by episode and line by line; and one
+episode's video."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from ..choices import EpisodeStatus
+from ..media import episode_video_response
+from .base import ERRORS, OrgScopedView
+from .pagination import decode_cursor, encode_cursor, page_limit, take_page
+
+__all__ = ["EpisodeListView", "EpisodeVideoView", "LogListView"]
+
+
+def _after(request) -> int:
+    """The primary key the page starts after (``?cursor=``), 0 without a cursor."""
+    cursor = request.query_params.get("cursor")
+    return decode_cursor(cursor, int)[0] if cursor else 0
+
+
+class EpisodeListView(OrgScopedView):
+    MAX_LIMIT = 1000
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("status", str, enum=["completed", "error"]),
+            OpenApiParameter("limit", int, description="page size, 1–1000 (default 100)"),
+            OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
+        ],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Episodes of an evaluation, by workload and index",
+    )
+    def get(self, request, public_id: str):
+        evaluation = self.get_evaluation(public_id)
+        limit = page_limit(request, default=100, maximum=self.MAX_LIMIT)
+        after = _after(request)
+        qs = evaluation.episodes.select_related("workload").order_by("pk").filter(pk__gt=after)
+        status_filter = request.query_params.get("status")
+        if status_filter:
+            if status_filter not in EpisodeStatus.values:
+                raise ValidationError({"status": [f"must be one of {', '.join(EpisodeStatus.values)}"]})
+            qs = qs.filter(status=status_filter)
+        page, more = take_page(qs, limit)
+        return Response({"items": [_episode_dict(e, evaluation.public_id) for e in page],
+                         "nextCursor": encode_cursor(page[-1].pk) if more else None})
+
+
+class LogListView(OrgScopedView):
+    @extend_schema(
+        parameters=[OpenApiParameter("limit", int, description="page size, 1–5000 (default 1000)"), OpenApiParameter("cursor", str)],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Worker and runtime log lines, oldest first",
+    )
+    def get(self, request, public_id: str):
+        evaluation = self.get_evaluation(public_id)
+        limit = page_limit(request, default=1000, maximum=5000)
+        page, more = take_page(evaluation.logs.order_by("id").filter(pk__gt=_after(request)), limit)
+        return Response(
+            {
+                "items": [
+                    {"at": line.created_at, "level": line.level, "source": line.source, "message": line.message}
+                    for line in page
+                ],
+                "nextCursor": encode_cursor(page[-1].pk) if more else None,
+            }
+        )
+
+
+class EpisodeVideoView(OrgScopedView):
+    @extend_schema(
+        responses={(200, "video/mp4"): OpenApiTypes.BINARY, (206, "video/mp4"): OpenApiTypes.BINARY, **ERRORS},
+        summary="The episode's H.264 MP4 (when its task recorded it); honours Range requests",
+    )
+    def get(self, request, public_id: str, episode_id: int):
+        return episode_video_response(request, self.get_evaluation(public_id), episode_id)
+
+
+def _episode_dict(e, public_id: str) -> dict:
+    video = None
+    if e.video:
+        video = {
+            "url": reverse("evaluations-api:episode-video", args=[public_id, e.pk]),
+            **{k: v for k, v in e.video_meta.items() if k in ("codec", "frames", "fps", "width", "height", "bytes", "encodeMs", "renderMs")},
+        }
+    return {
+        "id": e.pk,
+        "workload": e.workload.index,
+        "model": e.workload.model_ref,
+        "env": e.workload.env_ref,
+        "taskId": e.workload.task_id,
+        "index": e.index,
+        "seed": e.seed,
+        "status": e.status,
+        "success": e.success,
+        "successSource": e.success_source or None,
+        "reward": e.reward,
+        "steps": e.steps,
+        "terminated": e.terminated,
+        "truncated": e.truncated,
+        "stopCondition": e.stop_condition,
+        "error": e.error or None,
+        "perturbation": e.perturbation or None,
+        "video": video,
+        "wallMs": e.wall_ms,
+        "predictMs": e.predict_ms,
+        "stepMs": e.step_ms,
+        "startedAt": e.started_at,
+        "finishedAt": e.finished_at,
+    }

@@ -1,0 +1,130 @@
+"""``/v1/evaluations``: submit, preview, list, read, cancel, and the scores and metrics of one evaluation."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.response import Response
+from django.db.models import Q
+
+from ..choices import cancel_refusal, may_cancel
+from ..domain.scoring import GROUP_FIELDS
+from ..filtersets import EvaluationFilterSet
+from ..models import ApiKey, Evaluation
+from ..planning import plan_evaluation
+from ..planning.schema import EvaluationRequestSerializer
+from ..reports import evaluation_metrics, evaluation_scores
+from ..runs.lifecycle import CancelRefused, cancel_evaluation, create_evaluation
+from ..selectors import evaluation_detail_queryset
+from .base import ERRORS, OrgScopedView
+from .exceptions import error_response
+from .pagination import decode_cursor, encode_cursor, page_limit, take_page
+from .serializers import ErrorSerializer, EvaluationDetailSerializer, EvaluationSerializer, PreviewSerializer
+
+__all__ = ["CancellationView", "EvaluationDetailView", "EvaluationListView", "EvaluationPreviewView", "MetricsView",
+           "ScoresView"]
+
+
+class EvaluationPreviewView(OrgScopedView):
+    read_only_post = True  # a preview writes nothing: viewers may size requests too
+
+    @extend_schema(request=EvaluationRequestSerializer, responses={200: PreviewSerializer, **ERRORS}, summary="Validate and size a request without running it")
+    def post(self, request):
+        _, data = self.read_request_body()
+        plan = plan_evaluation(data, organization=self.organization)
+        return Response(
+            {
+                "valid": True,
+                "warnings": plan.warnings,
+                "workloads": plan.workload_summaries(),
+                "estimates": plan.estimates(),
+                "config": plan.config,
+            }
+        )
+
+
+class EvaluationListView(OrgScopedView):
+    MAX_LIMIT = 500
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("status", str, many=True, description="status; repeat to match any of several"),
+            OpenApiParameter("q", str, description="case-insensitive substring of the name or evaluationLabel"),
+            OpenApiParameter("tag", str, many=True, description="repeated key:value; all must match"),
+            OpenApiParameter("limit", int, description="page size, 1–500 (default 25)"),
+            OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
+        ],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="List evaluations, newest first",
+        operation_id="evaluations_list",
+    )
+    def get(self, request):
+        limit = page_limit(request, default=25, maximum=self.MAX_LIMIT)
+        filterset = EvaluationFilterSet(
+            request.query_params, queryset=Evaluation.objects.for_org(self.organization).select_related("creator")
+        )
+        if not filterset.is_valid():
+            raise ValidationError({k: list(v) for k, v in filterset.errors.items()})
+        qs = filterset.qs.order_by("-created_at", "-id")
+        cursor = request.query_params.get("cursor")
+        if cursor:
+            created_at, pk = decode_cursor(cursor, datetime, int)
+            qs = qs.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
+        page, more = take_page(qs, limit)
+        last = page[-1] if page else None
+        return Response({
+            "items": EvaluationSerializer(page, many=True).data,
+            "nextCursor": encode_cursor(last.created_at.isoformat(), last.pk) if more else None,
+        })
+
+    @extend_schema(request=EvaluationRequestSerializer, responses={201: EvaluationSerializer, **ERRORS}, summary="Submit an evaluation")
+    def post(self, request):
+        raw, data = self.read_request_body()
+        plan = plan_evaluation(data, organization=self.organization)
+        evaluation = create_evaluation(
+            plan=plan, raw_body=raw, organization=self.organization, creator=request.user,
+            api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+        )
+        return Response(EvaluationSerializer(evaluation).data, status=status.HTTP_201_CREATED)
+
+
+class EvaluationDetailView(OrgScopedView):
+    @extend_schema(responses={200: EvaluationDetailSerializer, **ERRORS}, summary="One evaluation with its request and effective config")
+    def get(self, request, public_id: str):
+        return Response(EvaluationDetailSerializer(self.get_evaluation(public_id, evaluation_detail_queryset())).data)
+
+
+class CancellationView(OrgScopedView):
+    @extend_schema(request=None, responses={202: EvaluationSerializer, 409: ErrorSerializer, **ERRORS}, summary="Cancel an evaluation")
+    def post(self, request, public_id: str):
+        evaluation = self.get_evaluation(public_id)
+        if not may_cancel(role=self.role, user=request.user, evaluation=evaluation):
+            raise PermissionDenied(cancel_refusal(self.role))
+        try:
+            evaluation = cancel_evaluation(evaluation)
+        except CancelRefused as exc:
+            return error_response(409, "conflict", str(exc))
+        return Response(EvaluationSerializer(evaluation).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ScoresView(OrgScopedView):
+    @extend_schema(
+        parameters=[OpenApiParameter("groupBy", str, enum=list(GROUP_FIELDS), description="default task")],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Success rates (95% Wilson interval) and mean rewards (95% t interval) per group",
+    )
+    def get(self, request, public_id: str):
+        group_by = request.query_params.get("groupBy", "task")
+        if group_by not in GROUP_FIELDS:
+            raise ValidationError({"groupBy": [f"must be one of {', '.join(GROUP_FIELDS)}"]})
+        return Response(evaluation_scores(self.get_evaluation(public_id), group_by))
+
+
+class MetricsView(OrgScopedView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Throughput and latency rollups")
+    def get(self, request, public_id: str):
+        return Response(evaluation_metrics(self.get_evaluation(public_id)))

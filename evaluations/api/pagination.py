@@ -1,0 +1,56 @@
+"""Cursor pagination of /v1 lists: ``?limit=`` and ``?cursor=`` in, ``{"items", "nextCursor"}`` out (the shape the
+official client pages through, spec/PLATFORM_API.md). A cursor is the url-safe base64 of a JSON array of the last
+item's sort key; a cursor that does not decode is a 400 on ``cursor``."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from django.utils.dateparse import parse_datetime
+from rest_framework.exceptions import ValidationError
+
+__all__ = ["decode_cursor", "encode_cursor", "page_limit", "take_page"]
+
+_INVALID = "invalid cursor; pass the nextCursor of the previous page"
+
+
+def encode_cursor(*key) -> str:
+    """A cursor for the sort key ``key`` (JSON-serializable values)."""
+    return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, *types: type) -> list:
+    """The sort key a cursor holds, each value checked against ``types`` (``datetime`` values are parsed from ISO
+    8601); ValidationError on ``cursor`` otherwise."""
+    from datetime import datetime
+
+    try:
+        values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(values, list) or len(values) != len(types):
+            raise ValueError
+        out = []
+        for value, kind in zip(values, types):
+            if kind is datetime:
+                value = parse_datetime(value) if isinstance(value, str) else None
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise ValueError
+            out.append(value)
+        return out
+    except (ValueError, TypeError, UnicodeDecodeError):
+        raise ValidationError({"cursor": [_INVALID]}) from None
+
+
+def page_limit(request, *, default: int, maximum: int) -> int:
+    """``?limit=`` as an int clamped to [1, maximum] (the CLI may send 0); 400 on ``limit`` if not an integer."""
+    try:
+        limit = int(request.query_params.get("limit", default))
+    except ValueError:
+        raise ValidationError({"limit": ["must be an integer"]}) from None
+    return max(1, min(limit, maximum))
+
+
+def take_page(queryset, limit: int) -> tuple[list, bool]:
+    """The first ``limit`` rows of ``queryset`` and whether more follow (one query)."""
+    page = list(queryset[: limit + 1])
+    return page[:limit], len(page) > limit

@@ -1,0 +1,1 @@
+"""Domain rules with no ORM and no HTTP: scoring math, perturbations, episode outcomes."""

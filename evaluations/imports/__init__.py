@@ -1,0 +1,129 @@
+"""Import local runs: turn an ``rlmesh.result.v1`` bundle written by ``rlmesh.Recorder`` into a completed evaluation.
+
+The bundle (rlmesh 0.1.0, ``Recorder.export("x.zip")``; ``tests/fixtures/make_result_bundle.py`` makes one) is a
+zip of ``result.json`` plus the media it references::
+
+    result.json                                         the rlmesh.result.v1 document (below)
+    media/w000-<model>/<task>/ep00000/render.mp4        AV1 MP4 of the env's render(), one per episode and camera
+
+    {"schema": "rlmesh.result.v1", "resultSetId": "<hex>", "recordedAt": "<ISO 8601>",
+     "workloads": [{"model": str, "env": str, "task": str, "config": {free-form caller metadata},
+                    "numEpisodes": int, "metrics": {"meanReward", "successRate", "totalSteps"},
+                    "episodes": [{"index": int, "seed": int|null, "steps": int, "reward": float,
+                                  "terminated": bool, "truncated": bool, "success": bool|null,
+                                  "durationS": float (seconds), "includedInMetrics": bool,
+                                  "media": [{"camera", "kind": "video", "path", "format": "mp4",
+                                             "frameCount", "width", "height", "fps"}]}]}]}
+
+A zip of the exported *folder* (everything under one top-level directory) is accepted too. Each bundle workload
+becomes one Workload (model × env × task; no image versions), each episode one Episode, and each episode's
+first MP4 ``video`` (the ``render`` camera when there is one) is copied into ``Episode.video`` through Django's
+default storage. The per-workload ``metrics`` are recomputed by the platform, never trusted.
+
+Success: the episode's ``success`` (the env's own flag, as rlmesh reports it) → source ``env``; else the
+platform criterion in the workload's ``config.successCriterion`` (``{"kind": "survived" | "terminated" |
+"return_at_least", "threshold": x}``) → ``criterion``; else ``terminated``. ``config.maxEpisodeSteps`` (the
+``rlmesh.run`` cap) marks a truncation at that many steps as ``max_steps``. Episodes with
+``includedInMetrics: false`` (warm-ups) are not imported; unseeded episodes (``seed: null``) are stored with
+seed ``-1``. Both are reported in the evaluation's warnings.
+
+Error paths (``details[].path`` of the 400 envelope) name where the problem is:
+
+- ``bundle``: the upload as a whole (not a zip, too large, too many members, encrypted);
+- ``bundle:<member>``: one zip member, by its name as stored (``bundle:../../etc/passwd``, ``bundle:result.json``);
+- ``result.json$<JSONPath>``: a value inside result.json, e.g. ``result.json$.workloads[0].episodes[3].reward``
+  (``result.json$`` is the document itself).
+
+Nothing is written unless the whole bundle is valid: every check runs before the first write, media are
+copied to storage before the one database transaction, and copied files are deleted if anything fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import zipfile
+from typing import IO
+
+from django.conf import settings
+
+from ..models import ApiKey, Episode, Evaluation, Organization
+from ..models.evaluations import new_public_id
+from .archive import RESULT_FILENAME, BundleInvalid, check_members, clean_file_name, fail, measure, read_member
+from .document import parse_result, validate
+from .media import store_videos
+from .write import write_evaluation
+
+__all__ = ["BundleInvalid", "import_bundle"]
+
+logger = logging.getLogger(__name__)
+
+#: result.json is parsed in memory: it may be at most this large (100,000 episodes take about 40 MB).
+MAX_RESULT_JSON_BYTES = 64 * 1024 * 1024
+
+
+def _delete_quietly(names: list[str], public_id: str) -> None:
+    storage = Episode._meta.get_field("video").storage
+    for stored in names:
+        try:
+            storage.delete(stored)
+        except Exception:  # noqa: BLE001 - best effort; the original error matters more
+            logger.warning("import %s: could not delete %s after a failed import", public_id, stored)
+
+
+def _open_archive(fileobj: IO[bytes]) -> tuple[zipfile.ZipFile, str, int, str]:
+    """The upload as a zip: ``(archive, file name, size in bytes, sha256)``; BundleInvalid (413 past the limit)."""
+    max_bytes = settings.RLMESH_IMPORT_MAX_BYTES
+    file_name = clean_file_name(getattr(fileobj, "name", "") or "")
+    size, sha256 = measure(fileobj, limit=max_bytes)
+    if size > max_bytes:
+        raise fail("bundle", f"the upload is larger than {max_bytes} bytes (the limit)", code="payload_too_large", status=413)
+    if size == 0:
+        raise fail("bundle", "the upload is empty; send the .zip that rlmesh.Recorder.export() wrote")
+    try:
+        return zipfile.ZipFile(fileobj), file_name, size, sha256
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+        raise fail("bundle", f"not a zip archive ({exc}); send the .zip that rlmesh.Recorder.export() wrote") from None
+
+
+def import_bundle(
+    fileobj: IO[bytes], *, organization: Organization, user=None, api_key: ApiKey | None = None, name: str = ""
+) -> Evaluation:
+    """Validate an ``rlmesh.result.v1`` bundle (a seekable binary file of a zip) and import it.
+
+    Creates one ``completed`` Evaluation (``origin="import"``, no shards) with a Workload per bundle
+    workload, an Episode per imported episode and its video in ``Episode.video``; returns it. Episodes keep
+    the bundle's index, seed, steps, reward (undiscounted return), terminated and truncated; ``durationS``
+    (seconds) becomes ``wall_ms`` (milliseconds); ``started_at`` is unknown (None, so ``/metrics`` reports no
+    throughput) and ``finished_at`` is the bundle's ``recordedAt``. ``video_meta`` holds ``bytes``, ``codec``
+    (read from the MP4, e.g. ``av1``), ``frames``, ``width``, ``height``, ``fps``, ``camera``. ``name``
+    defaults to "Import of <file name>" (``fileobj.name``). ``request_raw``/``request`` hold result.json
+    verbatim when it is at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes (the limit of a submitted request),
+    else the document with every workload's ``episodes`` replaced by ``[]`` and ``episodesOmitted``.
+    ``config["import"]`` records the file name, its size (bytes) and sha256, the schema, resultSetId,
+    recordedAt and the rlmesh version (``rlmeshVersion`` if the bundle has one; rlmesh 0.1.0 writes none).
+
+    Raises BundleInvalid (a RequestInvalid; 400, or 413 for an upload over ``RLMESH_IMPORT_MAX_BYTES``) with
+    the path of every problem found; nothing is then written to the database or to storage.
+    """
+    archive, file_name, size, sha256 = _open_archive(fileobj)
+    with archive:
+        members, root = check_members(archive, max_bytes=settings.RLMESH_IMPORT_MAX_BYTES)
+        raw = read_member(archive, members[root + RESULT_FILENAME], limit=MAX_RESULT_JSON_BYTES)
+        plan = validate(parse_result(raw), archive=archive, members=members, root=root)
+        previous = (
+            Evaluation.objects.for_org(organization).filter(origin="import", config__import__sha256=sha256)
+            .values_list("public_id", flat=True).first()
+        )
+        if previous:
+            plan.warnings.append(f"this bundle (same sha256) was imported before as {previous}")
+        public_id = new_public_id()
+        saved: list[str] = []
+        try:
+            store_videos(plan, archive=archive, public_id=public_id, saved=saved)
+            return write_evaluation(
+                plan, raw=raw, public_id=public_id, organization=organization, user=user, api_key=api_key,
+                name=name, file_name=file_name, size=size, sha256=sha256,
+            )
+        except BaseException:
+            _delete_quietly(saved, public_id)
+            raise

@@ -1,0 +1,204 @@
+"""What planning produces: the resolved models and tasks of a request, the workloads they expand into (every model ×
+every task), the effective config recorded with the evaluation, and estimates. Each value is computed once, on the
+planned task or model, and both the workload rows and the config read it from there."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from ..services.catalog import ResolvedImage
+
+__all__ = ["Plan", "PlannedModel", "PlannedTask", "PlannedWorkload", "shard_ranges"]
+
+
+def shard_ranges(episodes: int, workers: int, max_per_shard: int) -> list[tuple[int, int]]:
+    """Split ``range(episodes)`` into contiguous ``[start, stop)`` ranges.
+
+    At least ``workers`` ranges (so that many can run in parallel), none longer than ``max_per_shard``,
+    sizes differing by at most one. The union is always ``range(episodes)``, so sharding never changes
+    which episodes (and seeds) run.
+    """
+    count = min(episodes, max(workers, math.ceil(episodes / max_per_shard)))
+    base, extra = divmod(episodes, count)
+    ranges, start = [], 0
+    for i in range(count):
+        stop = start + base + (1 if i < extra else 0)
+        ranges.append((start, stop))
+        start = stop
+    return ranges
+
+
+@dataclass(frozen=True)
+class PlannedModel:
+    """A model entry of the request, resolved to a usable image version."""
+
+    image: ResolvedImage
+    #: ``envVars`` as requested (recorded in the config); only container images receive them (``env_vars``).
+    requested_env_vars: dict
+
+    @property
+    def env_vars(self) -> dict:
+        return self.requested_env_vars if self.image.version.source.startswith("oci://") else {}
+
+    def config(self) -> dict:
+        v = self.image.version
+        return {"model": self.image.reference, "repository": v.repository.path, "checkpoint": self.image.checkpoint,
+                "digest": v.digest, "source": v.source, "envVars": self.requested_env_vars}
+
+
+@dataclass(frozen=True)
+class PlannedTask:
+    """A task of the request, checked against its env: the scenario it names, its make kwargs and its shards."""
+
+    env: ResolvedImage
+    task_id: str
+    scenario: dict | None
+    perturbation: str
+    record: str
+    episodes: int
+    seed: int
+    #: Parallel shards asked for, at most ``episodes``.
+    workers: int
+    max_steps: int | None
+    #: The env's make kwargs: the task's ``params``, the scenario's own params, an env-side perturbation.
+    env_kwargs: dict
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def benchmark(self) -> str:
+        return self.task_id.split("/", 1)[0] if "/" in self.task_id else ""
+
+    @property
+    def scenario_name(self) -> str:
+        return self.task_id.split("/", 1)[1] if "/" in self.task_id else self.task_id
+
+    @property
+    def success_criterion(self) -> dict | None:
+        return self.scenario.get("success") if self.scenario else None
+
+    @property
+    def shards(self) -> list[tuple[int, int]]:
+        return shard_ranges(self.episodes, self.workers, settings.RLMESH_MAX_EPISODES_PER_SHARD)
+
+    @property
+    def step_limit(self) -> int:
+        """Steps an episode may take at most: ``max_steps``, else the env's own limit (Gymnasium's time limits for
+        the classic scenarios, Meta-World's 500; an unknown env counts 1,000)."""
+        if self.max_steps:
+            return self.max_steps
+        if "task" in self.env_kwargs and "benchmark" in self.env_kwargs:
+            return 500
+        return {"CartPole-v1": 500, "MountainCar-v0": 200, "Acrobot-v1": 500, "Pendulum-v1": 200}.get(
+            self.env_kwargs.get("env_id", ""), 1000)
+
+    @property
+    def recorded_episodes(self) -> int:
+        """Upper bound of the episodes that render frames (``failures`` renders them all)."""
+        if self.record in ("all", "failures"):
+            return self.episodes
+        if self.record.startswith("first:"):
+            return min(self.episodes, int(self.record.split(":", 1)[1]))
+        return 0
+
+    def config(self) -> dict:
+        v = self.env.version
+        return {
+            "env": self.env.reference, "repository": v.repository.path, "digest": v.digest, "source": v.source,
+            "taskId": self.task_id, "makeKwargs": self.env_kwargs, "successCriterion": self.success_criterion,
+            "episodes": self.episodes, "seed": self.seed, "seeds": list(range(self.seed, self.seed + self.episodes)),
+            "workers": self.workers, "maxSteps": self.max_steps, "perturbation": self.perturbation, "record": self.record,
+        }
+
+
+@dataclass(frozen=True)
+class PlannedWorkload:
+    """One model × task pair: the Workload row to write and its shards."""
+
+    model: PlannedModel
+    task: PlannedTask
+
+    @property
+    def episodes(self) -> int:
+        return self.task.episodes
+
+    def row_fields(self) -> dict:
+        """The :class:`~evaluations.models.Workload` fields (without ``evaluation`` and ``index``)."""
+        m, t = self.model.image, self.task
+        return {
+            "model_ref": m.reference, "model_version": m.version, "model_checkpoint": m.checkpoint or "",
+            "env_ref": t.env.reference, "env_version": t.env.version, "task_id": t.task_id, "benchmark": t.benchmark,
+            "scenario": t.scenario_name, "perturbation": t.perturbation, "record": t.record, "episodes": t.episodes,
+            "seed": t.seed, "workers": t.workers, "max_steps": t.max_steps, "env_vars": self.model.env_vars,
+            "env_kwargs": t.env_kwargs, "model_kwargs": m.load_kwargs, "success_criterion": t.success_criterion,
+            "metadata": t.metadata,
+        }
+
+    def summary(self) -> dict:
+        t = self.task
+        return {"model": self.model.image.reference, "env": t.env.reference, "taskId": t.task_id,
+                "episodes": t.episodes, "workers": t.workers, "shards": len(t.shards),
+                "seeds": [t.seed, t.seed + t.episodes - 1]}
+
+
+@dataclass
+class Plan:
+    """A validated request, ready to write: ``data`` is the request object as received."""
+
+    data: dict
+    name: str
+    tags: dict
+    metadata: dict
+    timeout_seconds: float | None
+    models: list[PlannedModel]
+    tasks: list[PlannedTask]
+    warnings: list[str]
+
+    @property
+    def workloads(self) -> list[PlannedWorkload]:
+        """Every model × every task, models outermost (the workload index order)."""
+        return [PlannedWorkload(m, t) for m in self.models for t in self.tasks]
+
+    @property
+    def total_episodes(self) -> int:
+        return len(self.models) * sum(t.episodes for t in self.tasks)
+
+    @property
+    def config(self) -> dict:
+        """The effective configuration recorded with the evaluation: resolved digests, defaults, seeds, timeouts."""
+        timeout = self.timeout_seconds
+        return {
+            "models": [m.config() for m in self.models],
+            "tasks": [t.config() for t in self.tasks],
+            "timeoutSeconds": timeout,
+            "episodeTimeoutSeconds": min(settings.RLMESH_EPISODE_TIMEOUT, timeout or math.inf),
+            "requestTimeoutSeconds": settings.RLMESH_REQUEST_TIMEOUT,
+            "runtime": {"rlmesh": "0.1.0", "workflowEdition": settings.RLMESH_WORKFLOW_EDITION},
+        }
+
+    def estimates(self) -> dict:
+        """Sizes and a rough duration, from the configured sustained steps/s per shard (see bench/).
+
+        Recorded episodes render every step: ``RLMESH_ESTIMATED_RENDER_SECONDS`` per frame is budgeted (MuJoCo on
+        CPU: 75–300 ms at 128², spec/ENVS.md §2; CartPole ~9 ms)."""
+        n = len(self.models)
+        shards = n * sum(len(t.shards) for t in self.tasks)
+        steps = n * sum(t.episodes * t.step_limit for t in self.tasks)
+        rendered = n * sum(t.recorded_episodes * t.step_limit for t in self.tasks)
+        parallel = max(1, min(shards, settings.RLMESH_ESTIMATED_PARALLEL_SHARDS))
+        seconds = steps / settings.RLMESH_ESTIMATED_STEPS_PER_SECOND + rendered * settings.RLMESH_ESTIMATED_RENDER_SECONDS
+        return {
+            "episodes": self.total_episodes, "workloads": n * len(self.tasks), "shards": shards, "maxEnvSteps": steps,
+            "maxRenderedFrames": rendered, "estimatedSecondsUpperBound": round(seconds / parallel, 1),
+        }
+
+    def workload_summaries(self) -> list[dict]:
+        return [w.summary() for w in self.workloads]
+
+    def evaluation_fields(self) -> dict:
+        """The :class:`~evaluations.models.Evaluation` fields the plan decides (not who submitted it)."""
+        return {"name": self.name, "request": self.data, "config": self.config, "tags": self.tags,
+                "metadata": self.metadata, "warnings": self.warnings, "timeout_seconds": self.timeout_seconds,
+                "total_episodes": self.total_episodes}

@@ -1,0 +1,60 @@
+"""Step 2 of planning: resolve the request's model references to usable image versions, and — for a request that
+already failed the schema — find its unknown model and env references too, so one response lists every bad field."""
+
+from __future__ import annotations
+
+from ..choices import ImageKind
+from ..models import Organization
+from ..services.catalog import ReferenceError_, resolve_reference
+from .parse import model_path
+from .plan import PlannedModel
+
+__all__ = ["reference_errors", "resolve_models"]
+
+
+def resolve_models(data: dict, entries: list[dict], *, organization: Organization, errors: list[dict],
+                   warnings: list[str]) -> list[PlannedModel | None]:
+    """One PlannedModel per schema-valid model entry (None where its reference does not resolve, with the error
+    appended). Warns about ``envVars`` on trusted sources (they run on the worker host, where variables such as
+    ``PYTHONWARNINGS`` or ``LD_PRELOAD`` would run code, so only containers receive them) and about models listed
+    twice (their scores are merged)."""
+    models: list[PlannedModel | None] = []
+    for i, entry in enumerate(entries):
+        try:
+            image = resolve_reference(entry["model"], kind=ImageKind.MODEL, organization=organization)
+        except ReferenceError_ as exc:
+            errors.append({"path": model_path(data, i), "message": str(exc)})
+            models.append(None)
+            continue
+        model = PlannedModel(image=image, requested_env_vars=entry.get("envVars", {}))
+        if model.requested_env_vars and not model.env_vars:
+            warnings.append(f"models[{i}].envVars: {image.reference} runs on the worker host, not in a container; "
+                            "its envVars are ignored (they reach only your own images)")
+        models.append(model)
+    seen = [e["model"] for e in entries]
+    for ref in sorted({r for r in seen if seen.count(r) > 1}):
+        warnings.append(f'model "{ref}" is listed more than once; its scores are merged')
+    return models
+
+
+def _error(ref, kind: str, path: str, organization: Organization) -> dict | None:
+    if not isinstance(ref, str):
+        return None
+    try:
+        resolve_reference(ref, kind=kind, organization=organization)
+    except ReferenceError_ as exc:
+        return {"path": path, "message": str(exc)}
+    return None
+
+
+def reference_errors(normalized: dict, data: dict, *, organization: Organization, reported: set[str]) -> list[dict]:
+    """Best-effort reference errors for a request that failed the schema: unknown models/envs whose own field was
+    well-formed (paths not already ``reported``)."""
+    entries = normalized.get("models") if "models" in data else [normalized.get("model")]
+    candidates = [(e.get("model") if isinstance(e, dict) else None, ImageKind.MODEL, model_path(data, i))
+                  for i, e in enumerate(entries if isinstance(entries, list) else [])]
+    tasks = normalized.get("tasks")
+    candidates += [(t.get("env") if isinstance(t, dict) else None, ImageKind.ENV, f"tasks[{i}].env")
+                   for i, t in enumerate(tasks if isinstance(tasks, list) else [])]
+    found = (_error(ref, kind, path, organization) for ref, kind, path in candidates if path not in reported)
+    return [e for e in found if e]

@@ -1,0 +1,156 @@
+"""Step 3 of planning: check each task against the server's caps and its environment (the scenario it names, its
+``params``, perturbation and recording mode) and turn it into a :class:`~evaluations.planning.plan.PlannedTask`."""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+
+from ..choices import ImageKind
+from ..domain import perturbations
+from ..models import Organization
+from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
+from .plan import PlannedTask
+
+__all__ = ["check_tasks", "parse_record"]
+
+_RECORD = re.compile(r"^first:([1-9][0-9]{0,5})$")
+_PARAM_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
+
+
+def parse_record(value: str | None) -> str:
+    """Normalize a task's ``record``: None/""/"none" → "none"; "all", "failures", "first:N" (N ≥ 1) kept.
+    Raises ValueError naming the accepted forms."""
+    if value in (None, "", "none"):
+        return "none"
+    if value in ("all", "failures") or _RECORD.match(value):
+        return value
+    raise ValueError(f'"{value}" is not a recording mode; use "all", "failures", "first:N" or "none"')
+
+
+def param_specs(env: ResolvedImage) -> dict[str, dict]:
+    """The env's declared make parameters by name (``rlmesh.ParamSpec`` as recorded in its describe envelope);
+    empty when none was recorded."""
+    spec = ((env.version.describe or {}).get("params") or {}).get("param_spec") or {}
+    return {p["name"]: p for p in spec.get("params") or [] if isinstance(p, dict) and isinstance(p.get("name"), str)}
+
+
+def _param_problem(name: str, value, env: ResolvedImage, declared: dict, fixed: set) -> str | None:
+    if not declared:
+        return f"{env.reference} declares no make parameters"
+    if name == "physics":
+        return 'set physics randomization with "perturbation": "physics:<s>"'
+    if name not in declared:
+        return f'unknown parameter "{name}" for {env.reference} (declared: {", ".join(sorted(set(declared) - fixed - {"physics"}))})'
+    if name in fixed:
+        return f'"{name}" is set by the scenario; choose another taskId instead'
+    spec = declared[name]
+    types = _PARAM_TYPES.get(spec.get("type"), ())
+    if types and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
+        return f"must be a {spec.get('type')}"
+    if spec.get("choices") and value not in spec["choices"]:
+        return f"must be one of {', '.join(map(str, spec['choices']))}"
+    return None
+
+
+def check_params(params: dict, env: ResolvedImage, scenario: dict | None, path: str) -> list[dict]:
+    """Errors for a task's ``params``: names the env does not declare, names its scenario fixes, ``physics``
+    (a perturbation), values of the wrong JSON type or outside the declared choices."""
+    declared = param_specs(env)
+    fixed = set((scenario or {}).get("params") or {})
+    errors = []
+    for name, value in params.items():
+        problem = _param_problem(name, value, env, declared, fixed)
+        if problem:
+            errors.append({"path": f"{path}.{name}", "message": problem})
+    return errors
+
+
+def env_kwargs(scenario: dict | None, perturbation: perturbations.Perturbation, params: dict | None = None) -> dict:
+    """The env's make kwargs: the task's ``params``, overridden by the scenario's own, plus an env-side perturbation."""
+    kwargs = {**(params or {}), **(dict(scenario["params"]) if scenario else {})}
+    if perturbation.side == "env" and perturbation.strength:
+        kwargs[perturbation.name] = perturbation.strength
+    return kwargs
+
+
+def _caps(task: dict, path: str, errors: list[dict], warnings: list[str]) -> None:
+    if task["episodes"] > settings.RLMESH_MAX_EPISODES_PER_TASK:
+        errors.append({"path": f"{path}.episodes", "message": f"at most {settings.RLMESH_MAX_EPISODES_PER_TASK} episodes per task"})
+    if task["workers"] > settings.RLMESH_MAX_WORKERS_PER_TASK:
+        errors.append({"path": f"{path}.workers", "message": f"at most {settings.RLMESH_MAX_WORKERS_PER_TASK} workers per task"})
+    if task["workers"] > task["episodes"]:
+        warnings.append(f"{path}.workers: {task['workers']} workers for {task['episodes']} episodes; using {task['episodes']}")
+
+
+def _scenario(task: dict, env: ResolvedImage, path: str, errors: list[dict]) -> tuple[bool, dict | None]:
+    """``(ok, scenario)``: the catalog entry the task id names (None for an env without a catalog)."""
+    if not env.version.scenarios:
+        return True, None
+    scenario = env.version.scenario(task["taskId"])
+    if scenario is None:
+        known = ", ".join(s["id"] for s in env.version.scenarios[:20])
+        errors.append({"path": f"{path}.taskId", "message": f'unknown scenario "{task["taskId"]}" for {env.reference} (known: {known})'})
+        return False, None
+    return True, scenario
+
+
+def _check_task(i: int, task: dict, organization: Organization, errors: list[dict], warnings: list[str]) -> PlannedTask | None:
+    path = f"tasks[{i}]"
+    before = len(errors)
+    _caps(task, path, errors, warnings)
+    try:
+        perturbation = perturbations.parse(task.get("perturbation"))
+    except perturbations.PerturbationError as exc:
+        errors.append({"path": f"{path}.perturbation", "message": str(exc)})
+        perturbation = perturbations.Perturbation()
+    try:
+        record = parse_record(task.get("record"))
+    except ValueError as exc:
+        errors.append({"path": f"{path}.record", "message": str(exc)})
+        record = "none"
+    try:
+        env = resolve_reference(task["env"], kind=ImageKind.ENV, organization=organization)
+    except ReferenceError_ as exc:
+        errors.append({"path": f"{path}.env", "message": str(exc)})
+        return None
+    ok, scenario = _scenario(task, env, path, errors)
+    if not ok:
+        return None
+    errors.extend(check_params(task.get("params") or {}, env, scenario, f"{path}.params"))
+    horizon = ((scenario or {}).get("success") or {}).get("steps")
+    if horizon and task.get("maxSteps") and task["maxSteps"] < horizon:
+        warnings.append(f"{path}.maxSteps: {task['maxSteps']} is below the {horizon} steps {task['taskId']} must "
+                        "survive to succeed; every episode will count as a failure")
+    if perturbation.side == "env" and "physics" not in param_specs(env):
+        errors.append({
+            "path": f"{path}.perturbation",
+            "message": f"{perturbation.label} needs an env with a `physics` make parameter; {env.reference} has none "
+            "(driver-side perturbations work everywhere: obs_noise, action_noise, action_repeat, action_delay)",
+        })
+    if len(errors) > before:
+        return None
+    return PlannedTask(
+        env=env, task_id=task["taskId"], scenario=scenario, perturbation=perturbation.label, record=record,
+        episodes=task["episodes"], seed=task["seed"], workers=min(task["workers"], task["episodes"]),
+        max_steps=task["maxSteps"], env_kwargs=env_kwargs(scenario, perturbation, task.get("params")),
+        metadata=task.get("metadata", {}),
+    )
+
+
+def check_tasks(tasks: list[dict], *, models: int, organization: Organization, errors: list[dict],
+                warnings: list[str]) -> list[PlannedTask]:
+    """Check every task (schema-valid dicts) and the evaluation-wide caps for ``models`` models; append problems to
+    ``errors``/``warnings``; return the tasks that passed their own checks."""
+    planned = [t for i, task in enumerate(tasks) if (t := _check_task(i, task, organization, errors, warnings))]
+    total = sum(t["episodes"] for t in tasks) * max(1, models)
+    if models * len(tasks) > settings.RLMESH_MAX_WORKLOADS_PER_EVALUATION:
+        errors.append({
+            "path": "tasks",
+            "message": f"{models} models × {len(tasks)} tasks = {models * len(tasks)} workloads; "
+            f"at most {settings.RLMESH_MAX_WORKLOADS_PER_EVALUATION} per evaluation",
+        })
+    if total > settings.RLMESH_MAX_EPISODES_PER_EVALUATION:
+        errors.append({"path": "tasks", "message": f"{total} episodes in total; at most {settings.RLMESH_MAX_EPISODES_PER_EVALUATION} per evaluation"})
+    return planned

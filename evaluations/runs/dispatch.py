@@ -1,0 +1,55 @@
+"""The only place that sends Celery messages.
+
+Tasks are looked up by name in the Celery app's registry (``evaluations.tasks`` declares them, with their queues),
+so nothing here imports the task module and the task module may import everything else. Every sender that runs
+inside a transaction sends on commit: a worker must never receive an id whose row it cannot read yet.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from celery import current_app
+from django.db import transaction
+
+__all__ = ["RUN_SHARD", "PROBE_IMAGE", "REAP_SHARDS", "request_reap", "send_probe", "send_shards"]
+
+logger = logging.getLogger(__name__)
+
+#: Task names (see evaluations/tasks.py, which declares each with its queue).
+RUN_SHARD = "evaluations.run_shard"
+PROBE_IMAGE = "evaluations.probe_image"
+REAP_SHARDS = "evaluations.reap_shards"
+
+
+def _send(name: str, *args) -> None:
+    current_app.tasks[name].apply_async(args)
+
+
+def send_shards(shard_ids: Iterable[int], *, on_commit: bool = True) -> None:
+    """Send one ``run_shard`` message per shard id; by default after the current transaction commits.
+
+    A broker outage must not turn a committed write into a 500: on commit the send is ``robust`` (logged, not
+    raised), and the reaper sends again for shards left queued (``runs.lifecycle.stale_queued_shards``).
+    """
+    ids = list(shard_ids)
+
+    def send() -> None:
+        for shard_id in ids:
+            _send(RUN_SHARD, shard_id)
+
+    if on_commit:
+        transaction.on_commit(send, robust=True)
+    else:
+        send()
+
+
+def send_probe(version_id: int) -> None:
+    """Send the ``probe_image`` message for an image version once the current transaction commits."""
+    transaction.on_commit(lambda: _send(PROBE_IMAGE, version_id), robust=True)
+
+
+def request_reap() -> None:
+    """Ask any worker to run the reaper now (sent at worker start, so a crashed worker's shards recover at once)."""
+    _send(REAP_SHARDS)

@@ -1,0 +1,115 @@
+"""The shard loop: claim a shard, run its remaining episodes one at a time, record each, end it, finalize.
+
+Called by the ``evaluations.run_shard`` Celery task with a shard id. Idempotent: a shard that is not ``queued`` is
+left alone, and episodes already recorded are skipped, so a re-delivered or re-queued shard neither duplicates nor
+loses an episode. Cancellation and the evaluation's deadline are checked between episodes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.core.files.storage import default_storage
+from django.db import connection
+from django.utils import timezone
+
+from ..choices import LogLevel, ShardStatus
+from ..models import Episode, Shard
+from .lifecycle import claim_shard, end_shard, finalize_evaluation, heartbeat, is_stopping, log, record_episode
+from .runner import ShardRunner
+
+__all__ = ["run_shard"]
+
+logger = logging.getLogger(__name__)
+
+#: After this many consecutive failed server starts, the shard's remaining episodes are recorded as errors.
+MAX_START_FAILURES = 2
+HEARTBEAT_SECONDS = 10.0
+
+
+class _Heartbeat(threading.Thread):
+    """Keeps the shard's heartbeat fresh during long episodes so the reaper does not take it."""
+
+    def __init__(self, shard: Shard):
+        super().__init__(daemon=True)
+        self.shard = shard
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(HEARTBEAT_SECONDS):
+                heartbeat(self.shard)
+        finally:
+            connection.close()
+
+
+def _remaining(shard: Shard) -> tuple[list[int], int]:
+    """The episode indices of the shard not recorded yet, and how many are."""
+    done = set(Episode.objects.filter(
+        workload_id=shard.workload_id, index__gte=shard.start, index__lt=shard.stop).values_list("index", flat=True))
+    return [i for i in range(shard.start, shard.stop) if i not in done], len(done)
+
+
+def _wall_cap(runner: ShardRunner) -> float | None:
+    """Seconds the next episode may take: the episode timeout, shortened by the evaluation's deadline; None when the
+    deadline has passed."""
+    deadline = runner.evaluation.deadline
+    if deadline is None:
+        return runner.episode_timeout
+    remaining = (deadline - timezone.now()).total_seconds()
+    return min(runner.episode_timeout, remaining) if remaining > 0 else None
+
+
+def _run_episodes(shard: Shard, runner: ShardRunner, todo: list[int]) -> tuple[str, str]:
+    """Run and record each episode of ``todo``; return the shard's final ``(status, error)``."""
+    evaluation = shard.evaluation
+    for index in todo:
+        if is_stopping(evaluation.pk):
+            return ShardStatus.CANCELLED, ""
+        wall_cap = _wall_cap(runner)
+        if wall_cap is None:
+            return ShardStatus.FAILED, "evaluation timed out"
+        if runner.start_failures >= MAX_START_FAILURES:
+            record_episode(shard=shard, index=index, **runner.not_run(index))
+            continue
+        outcome = runner.run_episode(index, wall_cap=wall_cap)
+        if not record_episode(shard=shard, index=index, **outcome.fields) and outcome.fields.get("video"):
+            default_storage.delete(outcome.fields["video"])  # recorded by an earlier delivery: drop the copy
+        if outcome.restart:
+            if outcome.fields.get("error"):
+                log(evaluation, f"episode {index} (seed {outcome.fields['seed']}): {outcome.fields['error']}",
+                    level=LogLevel.ERROR, shard=shard)
+            runner.close()
+    return ShardStatus.COMPLETED, ""
+
+
+def run_shard(shard_id: int) -> str | None:
+    """Run the shard if it is still queued; return its final status, or None if it was not claimed."""
+    shard = claim_shard(shard_id)
+    if shard is None:
+        return None
+    evaluation = shard.evaluation
+    if is_stopping(evaluation.pk):
+        end_shard(shard, ShardStatus.CANCELLED)
+        finalize_evaluation(evaluation.pk)
+        return ShardStatus.CANCELLED
+    todo, done = _remaining(shard)
+    attempt = f" (attempt {shard.attempts}, {done} episodes already recorded)" if shard.attempts > 1 else ""
+    log(evaluation, f"shard {shard.index} of {shard.workload.model_ref} × {shard.workload.task_id}: episodes "
+        f"[{shard.start}, {shard.stop}) started{attempt}", shard=shard)
+    runner = ShardRunner(shard)
+    beat = _Heartbeat(shard)
+    beat.start()
+    try:
+        status, error = _run_episodes(shard, runner, todo)
+    except Exception as exc:  # noqa: BLE001 - a bug here must still end the shard and free its servers
+        logger.exception("shard %s crashed", shard.pk)
+        status, error = ShardStatus.FAILED, f"{type(exc).__name__}: {exc}"
+        log(evaluation, f"shard {shard.index} crashed: {error}", level=LogLevel.ERROR, shard=shard)
+    finally:
+        beat.stopped.set()
+        runner.close()
+    end_shard(shard, status, error)
+    finalize_evaluation(evaluation.pk)
+    return status

@@ -1,0 +1,198 @@
+"""One shard's servers and episodes: :class:`ShardRunner` starts (and restarts) its env and model servers through the
+runtime and runs one episode at a time, returning each outcome as the Episode fields to record.
+
+An episode runs on ``rlmesh.run`` (the three-process path the platform's overhead is measured against) unless it
+needs what only an explicit session loop can do — driver-side perturbations or rendering frames for a video — and
+then on :func:`evaluations.runs.session.run_session_episode`. Both share the outcome rules of
+:mod:`evaluations.domain.outcomes`.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.utils import timezone
+
+from ..choices import LogLevel
+from ..domain import perturbations
+from ..domain.scoring import histogram_add
+from ..models import Evaluation, Shard, Workload
+from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for
+from . import recording
+from .lifecycle import log
+from .outcome import EpisodeOutcome, close_quietly, completed_fields, error_fields
+from .session import run_session_episode
+
+__all__ = ["ShardRunner"]
+
+
+class _LatencyHooks:
+    """Collects per-step predict/step latencies into log-bucketed histograms (see domain.scoring)."""
+
+    def __init__(self):
+        import rlmesh
+
+        class Hooks(rlmesh.RunHooks):
+            def __init__(inner):
+                super().__init__()
+                inner.predict: dict[str, int] = {}
+                inner.step: dict[str, int] = {}
+
+            def on_step(inner, event):
+                histogram_add(inner.predict, event.predict_ms)
+                histogram_add(inner.step, event.step_ms)
+
+        self.hooks = Hooks()
+
+
+class ShardRunner:
+    """Owns the env and model servers of one shard and runs its episodes one at a time."""
+
+    def __init__(self, shard: Shard):
+        self.shard = shard
+        self.workload: Workload = shard.workload
+        self.evaluation: Evaluation = shard.evaluation
+        cfg = self.evaluation.config
+        self.request_timeout = float(cfg.get("requestTimeoutSeconds", 30.0))
+        self.episode_timeout = float(cfg.get("episodeTimeoutSeconds", 600.0))
+        self.servers: dict[str, ServedEndpoint | None] = {"env": None, "model": None}
+        self.random_model = self.workload.model_version.source == "builtin:random"
+        self.perturbation = perturbations.parse(self.workload.perturbation)
+        self.start_failures = 0
+        self.last_start_error = ""
+
+    @property
+    def env(self) -> ServedEndpoint | None:
+        return self.servers["env"]
+
+    @property
+    def model(self) -> ServedEndpoint | None:
+        return self.servers["model"]
+
+    # ----------------------------------------------------------- servers
+    def _spec(self, kind: str) -> ServerSpec:
+        w = self.workload
+        if kind == "env":
+            return ServerSpec("env", w.env_version.source, dict(w.env_kwargs))
+        return ServerSpec("model", w.model_version.source, dict(w.model_kwargs), dict(w.env_vars))
+
+    def _ensure(self, kind: str, timings: dict) -> None:
+        server = self.servers[kind]
+        if server is not None and server.alive():
+            return
+        if server is not None:
+            log(self.evaluation, f"{kind} server died; restarting. Last output:\n{server.log_tail()}",
+                level=LogLevel.WARNING, source="runtime", shard=self.shard)
+            server.stop()
+        self.servers[kind] = None
+        spec = self._spec(kind)
+        server = self.servers[kind] = backend_for(spec.source).start(spec, name=self.shard.server_name(kind))
+        timings.setdefault(f"{kind}StartSeconds", []).append(round(server.ready_seconds, 3))
+        what = (f"{self.workload.env_ref} ({self.workload.task_id})" if kind == "env" else self.workload.model_ref)
+        log(self.evaluation, f"{kind} server {what} ready in {server.ready_seconds:.2f} s at {server.address}",
+            source="runtime", shard=self.shard)
+
+    def ensure_servers(self) -> None:
+        """Start (or restart) whatever server is not running. Raises RuntimeBackendError on failure."""
+        timings = dict(self.shard.timings)
+        try:
+            self._ensure("env", timings)
+            if not self.random_model:
+                self._ensure("model", timings)
+        finally:
+            if timings != self.shard.timings:
+                self.shard.timings = timings
+                Shard.objects.filter(pk=self.shard.pk).update(timings=timings)
+
+    def close(self) -> None:
+        """Stop both servers (a container's last output is kept in the Logs first: it is gone once removed)."""
+        for kind, server in self.servers.items():
+            if server is None:
+                continue
+            if server.output_lost_on_stop:
+                tail = server.log_tail(20).strip()
+                if tail:
+                    log(self.evaluation, f"{kind} container output (last lines):\n{tail}", source="container", shard=self.shard)
+            server.stop()
+        self.servers = {"env": None, "model": None}
+
+    # ----------------------------------------------------------- episodes
+    def not_run(self, index: int) -> dict:
+        """The error fields of an episode skipped because the servers kept failing to start."""
+        return error_fields({"seed": self.workload.seed_for(index)},
+                            f"not run: servers failed to start: {self.last_start_error}")
+
+    def run_episode(self, index: int, *, wall_cap: float) -> EpisodeOutcome:
+        """Run episode ``index`` (seed ``workload.seed + index``) within ``wall_cap`` seconds and return its outcome;
+        never raises for an env/model failure — that becomes an ``error`` outcome with ``restart`` set."""
+        seed = self.workload.seed_for(index)
+        base = {"seed": seed, "started_at": timezone.now()}
+        try:
+            self.ensure_servers()
+            self.start_failures = 0
+        except RuntimeBackendError as exc:
+            self.start_failures += 1
+            self.last_start_error = f"{exc}" + (f"\n{exc.log_tail}" if exc.log_tail else "")
+            log(self.evaluation, f"server start failed: {self.last_start_error}", level=LogLevel.ERROR,
+                source="runtime", shard=self.shard)
+            self.close()
+            return EpisodeOutcome(error_fields(base, f"server start failed: {exc}"), restart=True)
+        base["started_at"] = timezone.now()  # the episode starts once its servers are ready
+        base["perturbation"] = self.perturbation.as_dict() if self.perturbation.name != "none" else {}
+        driver_side = self.perturbation.side == "driver" and self.perturbation.name != "none"
+        if driver_side or recording.renders(self.workload.record, index):
+            return run_session_episode(self, index, seed, base, wall_cap=wall_cap)
+        return self._run_plain(seed, base, wall_cap=wall_cap)
+
+    def clients(self, seed: int, *, numpy_env: bool):
+        """``(env client, model)`` for one episode: the random baseline samples the env's action space seeded by the
+        episode seed; anything else is the shard's model server."""
+        import rlmesh
+
+        kw = {"connect_timeout_seconds": 10, "request_timeout_seconds": self.request_timeout}
+        env_client = (rlmesh.numpy.RemoteEnv if numpy_env or self.random_model else rlmesh.RemoteEnv)(self.env.address, **kw)
+        if self.random_model:
+            space = env_client.action_space
+            space.seed(seed)
+            return env_client, rlmesh.numpy.Model(lambda obs: space.sample())
+        remote = rlmesh.numpy.RemoteModel if numpy_env else rlmesh.RemoteModel
+        return env_client, remote(self.model.address, **kw)
+
+    def _run_plain(self, seed: int, base: dict, *, wall_cap: float) -> EpisodeOutcome:
+        import rlmesh
+
+        hooks = _LatencyHooks().hooks
+        t0 = time.monotonic()
+        env_client = None
+        try:
+            env_client, model = self.clients(seed, numpy_env=False)
+            result = rlmesh.run(model, env_client, seeds=[seed], max_episode_steps=self.workload.max_steps,
+                                max_episode_seconds=wall_cap, hooks=hooks)
+        except Exception as exc:  # noqa: BLE001 - any env/model failure ends this episode, not the shard
+            return self.failed(base, exc, t0)
+        finally:
+            close_quietly(env_client)
+        ep = result.episodes[0]
+        return EpisodeOutcome(completed_fields(
+            base, reward=ep.reward, steps=ep.steps, terminated=ep.terminated, truncated=ep.truncated, flag=ep.success,
+            workload=self.workload, wall_s=time.monotonic() - t0, wall_cap=wall_cap, episode_s=ep.duration_s,
+            predict_ms=ep.predict_ms, step_ms=ep.step_ms, latency={"predict": hooks.predict, "step": hooks.step},
+        ))
+
+    def failed(self, base: dict, exc: Exception, t0: float) -> EpisodeOutcome:
+        """The error outcome of an episode the env or model broke (timeout, crash, exception); servers restart."""
+        wall_ms = (time.monotonic() - t0) * 1000
+        kind = "timed out" if isinstance(exc, TimeoutError) else "failed"
+        message = f"episode {kind}: {type(exc).__name__}: {exc}" + (" (a server crashed)" if self._crashed() else "")
+        return EpisodeOutcome(error_fields(base, message, wall_ms=wall_ms), restart=True)
+
+    def _crashed(self, grace: float = 1.0) -> bool:
+        """Whether a server died; a dying process may still look alive for a moment after its connection broke,
+        so this polls for up to ``grace`` seconds."""
+        deadline = time.monotonic() + grace
+        while True:
+            if not (self.env and self.env.alive()) or not (self.random_model or (self.model and self.model.alive())):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)

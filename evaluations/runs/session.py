@@ -1,0 +1,113 @@
+"""An episode as an explicit ``rlmesh.session`` loop, for what ``rlmesh.run`` cannot do: driver-side perturbations
+between the model and the env, and rendering frames for a video. Same caps, stop conditions and success rules as the
+plain path (:mod:`evaluations.runs.runner`)."""
+
+from __future__ import annotations
+
+import time
+
+from ..domain.outcomes import STEP_BOUND, env_success_flag
+from ..domain.perturbations import Perturber
+from ..domain.scoring import histogram_add
+from . import recording
+from .outcome import EpisodeOutcome, close_quietly, completed_fields
+
+__all__ = ["run_session_episode"]
+
+
+class _Frames:
+    """Frames of one recorded episode: the env's ``render()``, else an image in the observation; time spent in ms."""
+
+    def __init__(self, env_client, enabled: bool):
+        self.env_client = env_client
+        self.enabled = enabled
+        self.frames: list = []
+        self.render_ms = 0.0
+
+    def grab(self, observation) -> None:
+        if not self.enabled:
+            return
+        r0 = time.perf_counter()
+        try:
+            rendered = self.env_client.render()
+        except Exception:  # noqa: BLE001 - an env that cannot render falls back to image observations
+            rendered = None
+        self.render_ms += (time.perf_counter() - r0) * 1000
+        frame = recording.frame_from(rendered, observation)
+        if frame is not None:
+            self.frames.append(frame)
+
+
+class _Timings:
+    """Per-step predict and env-step latencies (ms): lists for the means, log-bucketed histograms for percentiles."""
+
+    def __init__(self):
+        self.predict: list[float] = []
+        self.step: list[float] = []
+        self.predict_h: dict[str, int] = {}
+        self.step_h: dict[str, int] = {}
+
+    def add(self, kind: str, ms: float) -> None:
+        getattr(self, kind).append(ms)
+        histogram_add(getattr(self, f"{kind}_h"), ms)
+
+    def fields(self) -> dict:
+        mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
+        return {"predict_ms": mean(self.predict), "step_ms": mean(self.step),
+                "latency": {"predict": self.predict_h, "step": self.step_h}}
+
+
+def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, *, seed: int, max_steps: int | None,
+          deadline: float) -> tuple[int, float, bool, bool, dict]:
+    """Step until the env ends the episode or a cap (``max_steps``, rlmesh's step bound, the monotonic ``deadline``)
+    truncates it; return ``(steps, return, terminated, truncated, last info)``."""
+    obs, info = session.reset(seed=seed)
+    frames.grab(obs)
+    action = None
+    steps, total, terminated, truncated = 0, 0.0, False, False
+    while True:
+        if perturber.wants_prediction():
+            p0 = time.perf_counter()
+            action = session.predict(perturber.observation(obs))
+            timings.add("predict", (time.perf_counter() - p0) * 1000)
+        s0 = time.perf_counter()
+        obs, reward, terminated, truncated, info = session.step(perturber.action(action))
+        timings.add("step", (time.perf_counter() - s0) * 1000)
+        steps += 1
+        total += float(reward)
+        frames.grab(obs)
+        if terminated or truncated:
+            return steps, total, terminated, truncated, info
+        if (max_steps and steps >= max_steps) or steps >= STEP_BOUND or time.monotonic() >= deadline:
+            return steps, total, terminated, True, info
+
+
+def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: float) -> EpisodeOutcome:
+    """Run episode ``index`` with seed ``seed`` of a :class:`~evaluations.runs.runner.ShardRunner`'s workload as a
+    session loop; return its outcome (an ``error`` outcome with ``restart`` set when the env or model failed)."""
+    import rlmesh
+
+    workload = runner.workload
+    render = recording.renders(workload.record, index)
+    timings = _Timings()
+    t0 = time.monotonic()
+    env_client = None
+    try:
+        env_client, model = runner.clients(seed, numpy_env=True)
+        frames = _Frames(env_client, render)
+        perturber = Perturber(runner.perturbation, seed, env_client.action_space)
+        with rlmesh.session(model, env_client) as session:
+            steps, total, terminated, truncated, info = _loop(
+                session, perturber, frames, timings, seed=seed, max_steps=workload.max_steps, deadline=t0 + wall_cap)
+    except Exception as exc:  # noqa: BLE001 - as on the plain path: this episode fails, not the shard
+        return runner.failed(base, exc, t0)
+    finally:
+        close_quietly(env_client)
+    fields = completed_fields(
+        base, reward=total, steps=steps, terminated=terminated, truncated=truncated, flag=env_success_flag(info),
+        workload=workload, wall_s=time.monotonic() - t0, wall_cap=wall_cap, **timings.fields(),
+    )
+    if render and recording.keeps(workload.record, fields["success"]):
+        name = f"episodes/{runner.evaluation.public_id}/w{workload.index:03d}-e{index:05d}.mp4"
+        fields.update(recording.save_episode_video(name, frames.frames, frames.render_ms))
+    return EpisodeOutcome(fields)
