@@ -7,8 +7,8 @@ from django import forms
 from django.db.models import Exists, OuterRef, Q
 from django.db.models.fields.json import KeyTransform
 
-from .choices import EvaluationStatus
-from .models import Evaluation, Workload
+from .choices import EpisodeStatus, EvaluationStatus
+from .models import Episode, Evaluation, Workload
 
 
 class TagField(forms.Field):
@@ -35,7 +35,21 @@ class TagFilter(django_filters.Filter):
         return qs
 
 
-class EvaluationFilterSet(django_filters.FilterSet):
+class BlankMeansUnset:
+    """Empty values (an unset select or text box in the dashboard's filter bar) mean "no filter"; repeatable
+    parameters (``MULTI``) keep all their non-empty values."""
+
+    MULTI: tuple[str, ...] = ()
+
+    def __init__(self, data=None, *args, **kwargs):
+        if data is not None and hasattr(data, "getlist"):
+            multi = {k: [v for v in data.getlist(k) if v] for k in self.MULTI}
+            data = {k: data.get(k) for k in data if data.get(k)}
+            data.update({k: v for k, v in multi.items() if v})
+        super().__init__(data, *args, **kwargs)
+
+
+class EvaluationFilterSet(BlankMeansUnset, django_filters.FilterSet):
     """``status`` (repeatable: any of), ``q`` (case-insensitive substring of the name or metadata.evaluationLabel),
     repeated ``tag=key:value`` (all must match), ``model`` / ``env`` (a workload uses that reference),
     ``creator`` (username)."""
@@ -61,11 +75,36 @@ class EvaluationFilterSet(django_filters.FilterSet):
     def filter_q(self, qs, name, value):
         return qs.filter(Q(name__icontains=value) | Q(metadata__evaluationLabel__icontains=value))
 
-    def __init__(self, data=None, *args, **kwargs):
-        if data is not None and hasattr(data, "getlist"):
-            data = data.copy()
-            # Empty values (an unset select or text box in the dashboard's filter bar) mean "no filter".
-            multi = {k: [v for v in data.getlist(k) if v] for k in ("tag", "status")}
-            data = {k: data.get(k) for k in data if data.get(k)}
-            data.update({k: v for k, v in multi.items() if v})
-        super().__init__(data, *args, **kwargs)
+    MULTI = ("tag", "status")
+
+
+#: The dashboard's "show" choices, as filters any client may use.
+EPISODE_VIEWS = {
+    "all": Q(),
+    "failed": Q(status=EpisodeStatus.COMPLETED, success=False),
+    "errors": Q(status=EpisodeStatus.ERROR),
+    "videos": ~Q(video=""),
+}
+
+
+class EpisodeFilterSet(BlankMeansUnset, django_filters.FilterSet):
+    """Episodes of one evaluation, for ``/v1/evaluations/{id}/episodes`` and the Episodes tab alike: ``status``
+    (completed | error), ``success`` (true | false), ``task`` (a taskId), ``model`` (a model reference),
+    ``video`` (true: only recorded episodes) and ``show`` (all | failed | errors | videos, the tab's shortcuts)."""
+
+    status = django_filters.ChoiceFilter(choices=EpisodeStatus.choices)
+    success = django_filters.BooleanFilter()
+    task = django_filters.CharFilter(field_name="workload__task_id", label="Task")
+    model = django_filters.CharFilter(field_name="workload__model_ref", label="Model")
+    video = django_filters.BooleanFilter(method="filter_video")
+    show = django_filters.ChoiceFilter(choices=[(k, k) for k in EPISODE_VIEWS], method="filter_show")
+
+    class Meta:
+        model = Episode
+        fields = ["status", "success", "task", "model", "video", "show"]
+
+    def filter_video(self, qs, name, value):
+        return qs.exclude(video="") if value else qs.filter(video="")
+
+    def filter_show(self, qs, name, value):
+        return qs.filter(EPISODE_VIEWS[value])

@@ -9,7 +9,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from ..choices import EpisodeStatus
+from ..filtersets import EpisodeFilterSet
 from ..media import episode_video_response
 from .base import ERRORS, OrgScopedView
 from .pagination import decode_cursor, encode_cursor, page_limit, take_page
@@ -28,23 +28,20 @@ class EpisodeListView(OrgScopedView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("status", str, enum=["completed", "error"]),
             OpenApiParameter("limit", int, description="page size, 1–1000 (default 100)"),
             OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
         ],
+        filters=True,
         responses={200: OpenApiTypes.OBJECT, **ERRORS},
         summary="Episodes of an evaluation, by workload and index",
     )
     def get(self, request, public_id: str):
         evaluation = self.get_evaluation(public_id)
         limit = page_limit(request, default=100, maximum=self.MAX_LIMIT)
-        after = _after(request)
-        qs = evaluation.episodes.select_related("workload").order_by("pk").filter(pk__gt=after)
-        status_filter = request.query_params.get("status")
-        if status_filter:
-            if status_filter not in EpisodeStatus.values:
-                raise ValidationError({"status": [f"must be one of {', '.join(EpisodeStatus.values)}"]})
-            qs = qs.filter(status=status_filter)
+        filterset = EpisodeFilterSet(request.query_params, queryset=evaluation.episodes.select_related("workload"))
+        if not filterset.is_valid():
+            raise ValidationError({k: list(v) for k, v in filterset.errors.items()})
+        qs = filterset.qs.order_by("pk").filter(pk__gt=_after(request))
         page, more = take_page(qs, limit)
         return Response({"items": [_episode_dict(e, evaluation.public_id) for e in page],
                          "nextCursor": encode_cursor(page[-1].pk) if more else None})

@@ -20,7 +20,7 @@ from pygments.lexers import JsonLexer
 from .. import charts
 from ..choices import ACTIVE_STATUSES, WRITE_ROLES, EpisodeStatus, EvaluationStatus, cancel_refusal, may_cancel
 from ..domain import scoring
-from ..filtersets import EvaluationFilterSet
+from ..filtersets import EpisodeFilterSet, EvaluationFilterSet
 from ..forms import EPISODE_SORTS, catalog_choices
 from ..htmx import is_partial, render_page_or_partial
 from ..media import episode_video_response
@@ -122,20 +122,8 @@ def _overview_context(request: HttpRequest, evaluation: Evaluation) -> dict:
 
 
 def _episodes_context(request: HttpRequest, evaluation: Evaluation) -> dict:
-    qs = evaluation.episodes.select_related("workload")
-    show = request.GET.get("show", "all")
-    if show == "failed":
-        qs = qs.filter(status=EpisodeStatus.COMPLETED, success=False)
-    elif show == "errors":
-        qs = qs.filter(status=EpisodeStatus.ERROR)
-    elif show == "videos":
-        qs = qs.exclude(video="")
-    task = request.GET.get("task", "")
-    if task:
-        qs = qs.filter(workload__task_id=task)
-    model = request.GET.get("model", "")
-    if model:
-        qs = qs.filter(workload__model_ref=model)
+    filterset = EpisodeFilterSet(request.GET, queryset=evaluation.episodes.select_related("workload"))
+    qs = filterset.qs if filterset.is_valid() else evaluation.episodes.none()
     sort = request.GET.get("sort", "index")
     qs = qs.order_by(*EPISODE_SORTS.get(sort, EPISODE_SORTS["index"]))
     page = Paginator(qs, 50).get_page(request.GET.get("page"))
@@ -144,9 +132,9 @@ def _episodes_context(request: HttpRequest, evaluation: Evaluation) -> dict:
     query.pop("page", None)
     return {
         "episodes_page": page,
-        "show": show,
-        "task": task,
-        "model": model,
+        "show": request.GET.get("show") or "all",
+        "task": request.GET.get("task", ""),
+        "model": request.GET.get("model", ""),
         "sort": sort,
         "task_choices": sorted({w.task_id for w in workloads}),
         "model_choices": sorted({w.model_ref for w in workloads}),
