@@ -3,12 +3,17 @@ user's first. Views, the middleware and the template context all decide it here.
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django.contrib import messages
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
 
 from .models import Evaluation, Membership
 
-__all__ = ["NoOrganization", "active_membership", "active_organization", "chosen_membership", "memberships_of", "org_evaluation"]
+__all__ = [
+    "NoOrganization", "active_membership", "active_organization", "chosen_membership", "memberships_of", "org_evaluation",
+    "role_required",
+]
 
 
 def memberships_of(request: HttpRequest) -> list[Membership]:
@@ -61,3 +66,18 @@ def org_evaluation(request: HttpRequest, public_id: str, queryset=None) -> Evalu
     if evaluation is None:
         raise Http404(f"evaluation {public_id} not found")
     return evaluation
+
+
+def role_required(roles, message: str):
+    """View decorator: a 403 with ``message`` unless the user's role in the active organization is one of ``roles``."""
+
+    def decorate(view):
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args, **kwargs):
+            if active_membership(request).role not in roles:
+                return HttpResponse(message, status=403)
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate

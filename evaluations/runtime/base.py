@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -72,6 +73,20 @@ def accepts_connections(address: str, kind: str) -> bool:
 
 class RuntimeBackend(ABC):
     """Starts env and model servers for shards."""
+
+    @staticmethod
+    def become_ready(server: ServedEndpoint, wait, started: float) -> ServedEndpoint:
+        """Run ``wait()`` (the backend's readiness loop; it may return the address to dial) and set the server's
+        ``ready_seconds`` since the monotonic ``started``; the server is stopped if waiting raises."""
+        try:
+            address = wait()
+        except BaseException:
+            server.stop()
+            raise
+        if address:
+            server.address = address
+        server.ready_seconds = time.monotonic() - started
+        return server
 
     @abstractmethod
     def start(self, spec: ServerSpec, *, name: str) -> ServedEndpoint:

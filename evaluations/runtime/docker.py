@@ -152,13 +152,7 @@ class DockerRuntime(RuntimeBackend):
                 shutil.rmtree(sock_dir, ignore_errors=True)
             raise RuntimeBackendError(f"starting {image} failed: {exc}") from exc
         server = Container(container, f"unix://{sock_dir}/env.sock" if sock_dir else "", sock_dir=sock_dir)
-        try:
-            server.address = self._wait_ready(server, spec.kind, started)
-        except BaseException:
-            server.stop()
-            raise
-        server.ready_seconds = time.monotonic() - started
-        return server
+        return self.become_ready(server, lambda: self._wait_ready(server, spec.kind, started), started)
 
     def _wait_ready(self, server: Container, kind: str, started: float) -> str:
         deadline = started + settings.RLMESH_SERVER_READY_TIMEOUT

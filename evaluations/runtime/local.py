@@ -135,13 +135,7 @@ class LocalRuntime(RuntimeBackend):
                 preexec_fn=_die_with_parent, cwd=str(settings.BASE_DIR),
             )
         server = LocalServer(proc, address, log_path, sock_dir)
-        try:
-            self._wait_ready(server, spec.kind, started)
-        except BaseException:
-            server.stop()
-            raise
-        server.ready_seconds = time.monotonic() - started
-        return server
+        return self.become_ready(server, lambda: self._wait_ready(server, spec.kind, started), started)
 
     def _wait_ready(self, server: LocalServer, kind: str, started: float) -> None:
         deadline = started + settings.RLMESH_SERVER_READY_TIMEOUT

@@ -12,7 +12,7 @@ from ..choices import WRITE_ROLES
 from ..models import ImageVersion
 from ..selectors import images_visible_to
 from ..services.probes import ProbeFailed, queue_probe
-from ..tenancy import active_membership, active_organization
+from ..tenancy import active_membership, active_organization, role_required
 
 
 @login_required
@@ -24,11 +24,10 @@ def image_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+@role_required(WRITE_ROLES, "viewers cannot probe images")
 def image_reprobe(request: HttpRequest, version_id: int) -> HttpResponse:
     """Queue another probe of one of the organization's own image versions."""
     membership = active_membership(request)
-    if membership.role not in WRITE_ROLES:
-        return HttpResponse("viewers cannot probe images", status=403)
     version = ImageVersion.objects.filter(pk=version_id, repository__namespace=membership.organization.slug).first()
     if version is None:
         raise Http404("no such image version")

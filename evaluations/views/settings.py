@@ -15,7 +15,7 @@ from ..forms import ApiKeyForm
 from ..htmx import is_partial, render_page_or_partial
 from ..models import ApiKey, Invitation, Membership
 from ..selectors import api_keys_with_effective_role
-from ..tenancy import active_membership
+from ..tenancy import active_membership, role_required
 
 
 @login_required
@@ -54,10 +54,9 @@ def organization_settings(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+@role_required(ADMIN_ROLES, "only owners and admins manage API keys")
 def api_key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
     membership = active_membership(request)
-    if membership.role not in ADMIN_ROLES:
-        return HttpResponse("only owners and admins manage API keys", status=403)
     key = ApiKey.objects.filter(organization=membership.organization, pk=key_id).first()
     if key is None:
         raise Http404("no such key")
