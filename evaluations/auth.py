@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 
-from .choices import WRITE_ROLES, lesser_role
-from .models import ApiKey, Membership
+from .choices import WRITE_ROLES
+from .models import ApiKey
 from .models.organizations import API_KEY_PREFIX
 from .services.identity import InvalidToken, decode_access_token
 
@@ -36,12 +36,9 @@ class BearerAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("invalid API key")
         if not key.is_usable:
             raise exceptions.AuthenticationFailed("API key revoked" if key.revoked_at else "API key expired")
-        role = key.role
-        if key.user_id is not None:
-            creator = Membership.objects.filter(user_id=key.user_id, organization_id=key.organization_id).first()
-            if creator is None or not key.user.is_active:
-                raise exceptions.AuthenticationFailed("API key's creator is no longer a member of the organization")
-            role = lesser_role(role, creator.role)
+        role = key.effective_role()
+        if role is None:
+            raise exceptions.AuthenticationFailed("API key's creator is no longer a member of the organization")
         now = timezone.now()
         if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
             # Written at most once a minute per key, to keep reads cheap.

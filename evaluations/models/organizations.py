@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from ..choices import Role
+from ..choices import Role, lesser_role
 
 __all__ = ["ApiKey", "Membership", "Organization"]
 
@@ -128,3 +128,17 @@ class ApiKey(models.Model):
         if self.revoked_at is not None:
             return False
         return self.expires_at is None or self.expires_at > timezone.now()
+
+    def effective_role(self) -> str | None:
+        """The role this key acts with now: its own, capped by its creator's current role in the organization; None
+        when its creator left the organization or was deactivated (the key then authenticates nowhere). Keys without
+        a creator (made by an operator) keep their own role."""
+        if self.user_id is None:
+            return self.role
+        creator_role = (
+            Membership.objects.filter(user_id=self.user_id, organization_id=self.organization_id)
+            .values_list("role", flat=True).first()
+        )
+        if creator_role is None or not self.user.is_active:
+            return None
+        return lesser_role(self.role, creator_role)

@@ -122,7 +122,8 @@ def authenticate_basic(username: str, password: str) -> Grantee | None:
     """Check registry credentials; None if they are not valid.
 
     A session token grants its user's organizations (push where the role may write); an API key grants
-    its organization; the worker secret pulls everything. Everyone pulls ``prebuilt/``.
+    its organization with its effective role — never more than its creator has now, and nothing once the creator left
+    (as on /v1); the worker secret pulls everything. Everyone pulls ``prebuilt/``.
     """
     if username == settings.RLMESH_REGISTRY_WORKER_ACCOUNT:
         if hmac.compare_digest(password, settings.RLMESH_REGISTRY_WORKER_SECRET):
@@ -130,10 +131,11 @@ def authenticate_basic(username: str, password: str) -> Grantee | None:
         return None
     if password.startswith("rlm_"):
         key = ApiKey.objects.for_key(password)
-        if key is None or not key.is_usable:
+        role = key.effective_role() if key is not None and key.is_usable else None
+        if role is None:
             return None
         ns = key.organization.slug
-        return Grantee(f"apikey:{key.prefix}", frozenset({ns, PREBUILT_NAMESPACE}), frozenset({ns}) if key.role in WRITE_ROLES else frozenset())
+        return Grantee(f"apikey:{key.prefix}", frozenset({ns, PREBUILT_NAMESPACE}), frozenset({ns}) if role in WRITE_ROLES else frozenset())
     try:
         auth = decode_access_token(password)
     except InvalidToken:
