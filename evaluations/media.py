@@ -11,10 +11,36 @@ import re
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 
-__all__ = ["episode_video_response", "ranged_file_response"]
+__all__ = ["episode_video_response", "parse_range", "ranged_file_response"]
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 CHUNK = 64 * 1024
+#: Longer positions than this many digits are beyond any file (and beyond what int() may parse).
+_MAX_DIGITS = 18
+
+
+def _position(digits: str) -> int | None:
+    """A byte position of a Range header: None when absent, ``2**63`` for one too long to be a real offset."""
+    if not digits:
+        return None
+    return 2**63 if len(digits) > _MAX_DIGITS else int(digits)
+
+
+def parse_range(header: str, size: int) -> tuple[int, int] | str | None:
+    """The single byte range ``header`` asks for in a file of ``size`` bytes, per RFC 9110 §14.1.2: ``(first, last)``
+    (inclusive, clamped to the file), ``"unsatisfiable"`` when it starts past the end, or None when the header is
+    absent, not a single ``bytes=`` range, or invalid (e.g. ``bytes=5-2``) — the whole file is then sent."""
+    match = _RANGE.match(header.strip())
+    if not match or not (match[1] or match[2]):
+        return None
+    first, last = _position(match[1]), _position(match[2])
+    if first is None:  # suffix range: the last N bytes
+        return (max(0, size - last), size - 1) if last and size else "unsatisfiable"
+    if last is not None and last < first:
+        return None
+    if first >= size:
+        return "unsatisfiable"
+    return first, size - 1 if last is None else min(last, size - 1)
 
 
 def _chunks(fh, length: int):
@@ -34,21 +60,17 @@ def ranged_file_response(request: HttpRequest, name: str, content_type: str = "v
     (416 with ``Content-Range: bytes */size`` when the range lies outside the file). Always sends
     ``Accept-Ranges: bytes``. Raises FileNotFoundError if the storage has no such file."""
     size = default_storage.size(name)
-    match = _RANGE.match(request.headers.get("Range", "").strip())
-    if not match or (not match[1] and not match[2]):
+    wanted = parse_range(request.headers.get("Range", ""), size)
+    if wanted is None:
         response = FileResponse(default_storage.open(name, "rb"), content_type=content_type)
         response["Accept-Ranges"] = "bytes"
         response["Content-Length"] = str(size)
         return response
-    if match[1]:
-        start = int(match[1])
-        end = min(int(match[2]), size - 1) if match[2] else size - 1
-    else:  # suffix range: the last N bytes
-        start, end = max(0, size - int(match[2])), size - 1
-    if start >= size or end < start:
+    if wanted == "unsatisfiable":
         response = HttpResponse(status=416)
         response["Content-Range"] = f"bytes */{size}"
         return response
+    start, end = wanted
     fh = default_storage.open(name, "rb")
     fh.seek(start)
     response = StreamingHttpResponse(_chunks(fh, end - start + 1), status=206, content_type=content_type)

@@ -12,7 +12,7 @@ from django.db.models import Count, Prefetch, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import JsonLexer
@@ -177,7 +177,7 @@ def evaluation_detail(request: HttpRequest, public_id: str, tab: str = "overview
 
 
 @login_required
-@require_GET
+@require_safe
 def episode_video(request: HttpRequest, public_id: str, episode_id: int) -> HttpResponse:
     """The episode's MP4, with range requests (the Episodes tab's inline player seeks through it)."""
     return episode_video_response(request, org_evaluation(request, public_id, Evaluation.objects.all()), episode_id)

@@ -90,3 +90,33 @@ def test_videos_go_through_the_configured_storage_backend(api, tenant_a, setting
     assert not (settings.MEDIA_ROOT / name).exists()
     r = api.get(f"/v1/evaluations/{evaluation.public_id}/episodes/{ep.pk}/video", HTTP_RANGE="bytes=0-7")
     assert r.status_code == 206 and b"".join(r.streaming_content) == data[:8]
+
+
+@pytest.mark.parametrize("header, status, body", [
+    ("bytes=0-" + "9" * 5000, 206, slice(None)),  # a last position past any file is clamped, never a 500
+    ("bytes=" + "9" * 5000 + "-", 416, None),  # a first position past the end is unsatisfiable
+    ("bytes=5-2", 200, slice(None)),  # an invalid range is ignored (RFC 9110 §14.2)
+    ("bytes=-" + "9" * 40, 206, slice(None)),  # a suffix longer than the file is the whole file
+    ("bytes=2-4", 206, slice(2, 5)),
+    ("items=0-4", 200, slice(None)),
+])
+def test_range_headers_of_any_size_get_an_answer_per_rfc_9110(api, tenant_a, recorded, header, status, body):
+    evaluation, ep, data = recorded
+    web = Client()
+    web.force_login(tenant_a.user)
+    for client, url in ((api, f"/v1/evaluations/{evaluation.public_id}/episodes/{ep.pk}/video"),
+                        (web, f"/evaluations/{evaluation.public_id}/episodes/{ep.pk}/video.mp4")):
+        r = client.get(url, HTTP_RANGE=header)
+        assert r.status_code == status, (url, header)
+        if body is not None:
+            assert b"".join(r.streaming_content) == data[body]
+
+
+def test_head_on_either_video_url_answers_like_get_without_a_body(api, tenant_a, recorded):
+    evaluation, ep, data = recorded
+    web = Client()
+    web.force_login(tenant_a.user)
+    for client, url in ((api, f"/v1/evaluations/{evaluation.public_id}/episodes/{ep.pk}/video"),
+                        (web, f"/evaluations/{evaluation.public_id}/episodes/{ep.pk}/video.mp4")):
+        r = client.head(url)
+        assert r.status_code == 200 and r["Content-Length"] == str(len(data)) and r["Accept-Ranges"] == "bytes"
