@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 
 from django import forms
+from django.core.exceptions import ValidationError
+
+from .domain.text import display_text_problem
 
 from .choices import ProbeStatus, Role
 from .models import ImageRepository, Organization
@@ -42,10 +45,17 @@ def catalog_choices(organization: Organization) -> tuple[list[tuple[str, str]], 
     return models, envs, scenarios
 
 
+def validate_display_text(value: str) -> None:
+    """Form validator: names and labels hold printable text (see domain.text.display_text_problem)."""
+    problem = display_text_problem(value or "")
+    if problem:
+        raise ValidationError(problem)
+
+
 class LaunchForm(forms.Form):
     """The launch form's fields; ``request_json`` (kept in sync by static/js/app.js) is what is submitted."""
 
-    name = forms.CharField(required=False, max_length=200)
+    name = forms.CharField(required=False, max_length=200, validators=[validate_display_text])
     models = forms.MultipleChoiceField(required=False, widget=forms.SelectMultiple(attrs={"size": 5}))
     env = forms.ChoiceField(required=False)
     task_id = forms.CharField(required=False, label="Task / scenario")
@@ -97,7 +107,7 @@ class LaunchForm(forms.Form):
 
 
 class ApiKeyForm(forms.Form):
-    name = forms.CharField(max_length=100)
+    name = forms.CharField(max_length=100, validators=[validate_display_text])
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
     expires_in_days = forms.IntegerField(required=False, min_value=1, max_value=3650, label="Expires in (days)")
 
@@ -108,4 +118,5 @@ class ImportForm(forms.Form):
         help_text="the .zip that rlmesh.Recorder.export() wrote: result.json plus media/",
         widget=forms.ClearableFileInput(attrs={"accept": ".zip,application/zip"}),
     )
-    name = forms.CharField(max_length=200, required=False, help_text="optional; default: Import of <file name>")
+    name = forms.CharField(max_length=200, required=False, validators=[validate_display_text],
+                           help_text="optional; default: Import of <file name>")

@@ -61,10 +61,6 @@ class EvaluationImportView(OrgScopedView):
         name = request.query_params.get("name", "") if raw_upload else data.get("name", "")
         if bundle is None:
             raise RequestInvalid([{"path": "bundle", "message": "is required: send the .zip as the multipart field bundle, or as an application/zip body"}])
-        if len(str(name)) > 200:
-            if raw_upload:
-                bundle.close()
-            raise RequestInvalid([{"path": "name", "message": "at most 200 characters (as for submitted evaluations)"}])
         try:
             evaluation = import_bundle(
                 bundle, organization=self.organization, user=request.user, name=str(name),

@@ -46,6 +46,7 @@ from typing import IO
 
 from django.conf import settings
 
+from ..domain.text import display_text_problem, storable_text_problem
 from ..models import ApiKey, Episode, Evaluation, Organization
 from ..models.evaluations import new_public_id
 from .archive import RESULT_FILENAME, BundleInvalid, check_members, clean_file_name, fail, measure, read_member
@@ -68,6 +69,14 @@ def _delete_quietly(names: list[str], public_id: str) -> None:
             storage.delete(stored)
         except Exception:  # noqa: BLE001 - best effort; the original error matters more
             logger.warning("import %s: could not delete %s after a failed import", public_id, stored)
+
+
+def _check_name(name: str) -> None:
+    """The evaluation name follows the rules of a submitted one (at most 200 characters, displayable text)."""
+    problem = ("at most 200 characters (as for submitted evaluations)" if len(name) > 200
+               else storable_text_problem(name) or display_text_problem(name))
+    if problem:
+        raise BundleInvalid([{"path": "name", "message": problem}])
 
 
 def _open_archive(fileobj: IO[bytes]) -> tuple[zipfile.ZipFile, str, int, str]:
@@ -105,6 +114,7 @@ def import_bundle(
     Raises BundleInvalid (a RequestInvalid; 400, or 413 for an upload over ``RLMESH_IMPORT_MAX_BYTES``) with
     the path of every problem found; nothing is then written to the database or to storage.
     """
+    _check_name(name)
     archive, file_name, size, sha256 = _open_archive(fileobj)
     with archive:
         members, root = check_members(archive, max_bytes=settings.RLMESH_IMPORT_MAX_BYTES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..domain.text import display_text_problem
 from .archive import RESULT_FILENAME
 
 __all__ = ["Checker", "MAX_ERRORS", "MAX_INT64", "MAX_UINT32", "is_int", "is_number", "type_name"]
@@ -52,6 +53,9 @@ class Checker:
             return None
         if len(value) > max_length:
             self.add(f"{path}.{key}", f"is longer than {max_length} characters")
+            return None
+        if display_text_problem(value):
+            self.add(f"{path}.{key}", display_text_problem(value))
             return None
         return value
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from ..domain.text import storable_text_problem
+
 __all__ = ["MAX_JSON_DEPTH", "RequestInvalid", "check_json_values", "model_path", "parse_request_body"]
 
 #: Deepest nesting of objects/arrays a request may have.
@@ -70,24 +72,31 @@ def parse_request_body(body: bytes) -> dict:
     return data
 
 
+def _string_problem(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains an unpaired surrogate (not valid Unicode)"
+    return storable_text_problem(text)
+
+
 def check_json_values(data) -> dict | None:
-    """First problem in a parsed JSON value (too deep, or a string/key that is not valid Unicode), or None."""
+    """First problem in a parsed JSON value, or None: nesting deeper than ``MAX_JSON_DEPTH``, or a string or key that is
+    not valid Unicode or holds a NUL (which PostgreSQL cannot store: both databases refuse it alike)."""
     stack = [(data, "", 0)]
     while stack:
         value, path, depth = stack.pop()
         if depth > MAX_JSON_DEPTH:
             return {"path": path or "$", "message": f"nests deeper than {MAX_JSON_DEPTH} levels"}
         if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return {"path": path or "$", "message": "contains an unpaired surrogate (not valid Unicode)"}
+            problem = _string_problem(value)
+            if problem:
+                return {"path": path or "$", "message": problem}
         elif isinstance(value, dict):
             for key, item in value.items():
-                try:
-                    key.encode("utf-8")
-                except UnicodeEncodeError:
-                    return {"path": path or "$", "message": "has a key with an unpaired surrogate (not valid Unicode)"}
+                problem = _string_problem(key)
+                if problem:
+                    return {"path": path or "$", "message": f"has a key that {problem}"}
                 stack.append((item, f"{path}.{key}" if path else key, depth + 1))
         elif isinstance(value, list):
             stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))

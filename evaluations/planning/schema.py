@@ -12,6 +12,8 @@ from collections.abc import Mapping
 
 from rest_framework import serializers
 
+from ..domain.text import display_text_problem
+
 __all__ = [
     "EvaluationRequestSerializer",
     "ModelEntrySerializer",
@@ -48,6 +50,18 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class DisplayTextField(StrictCharField):
+    """A string other members see (a name, tag or label): no control characters other than tab and newline, no
+    bidirectional overrides (:func:`evaluations.domain.text.display_text_problem`)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        problem = display_text_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
+        return value
 
 
 class StrictDictField(serializers.DictField):
@@ -95,7 +109,7 @@ class TaskSerializer(serializers.Serializer):
     """One task: an environment, a task id (scenario), and how many episodes to run."""
 
     env = StrictCharField(max_length=300, help_text="Environment reference, e.g. `prebuilt/classic-control`.")
-    taskId = StrictCharField(  # noqa: N815
+    taskId = DisplayTextField(  # noqa: N815
         max_length=300,
         help_text="For an environment with a scenario catalog, a scenario id `<benchmark>/<scenario>` "
         "(e.g. `classic/CartPole-v1`); the part before `/` is the benchmark in scores. Free-form otherwise.",
@@ -144,9 +158,9 @@ class EvaluationRequestSerializer(serializers.Serializer):
     )
     model = ModelEntrySerializer(required=False, help_text="Shorthand for `models` with one entry.")
     tasks = TaskSerializer(many=True, allow_empty=False, help_text="Tasks to run every model on.")
-    name = StrictCharField(required=False, allow_blank=True, max_length=200, help_text="Display name.")
+    name = DisplayTextField(required=False, allow_blank=True, max_length=200, help_text="Display name.")
     tags = StrictDictField(
-        child=StrictCharField(allow_blank=True, max_length=200), required=False, default=dict,
+        child=DisplayTextField(allow_blank=True, max_length=200), required=False, default=dict,
         help_text="String tags; list filters match `tag=key:value`.",
     )
     metadata = StrictDictField(
@@ -165,9 +179,17 @@ class EvaluationRequestSerializer(serializers.Serializer):
         for key in tags:
             if not key or ":" in key or len(key) > 100:
                 errors[key] = ['a tag key must be 1–100 characters and contain no ":"']
+            elif display_text_problem(key):
+                errors[key] = [f"the tag key {display_text_problem(key)}"]
         if errors:
             raise serializers.ValidationError(errors)
         return tags
+
+    def validate_metadata(self, metadata: dict) -> dict:
+        label = metadata.get("evaluationLabel")
+        if isinstance(label, str) and display_text_problem(label):
+            raise serializers.ValidationError({"evaluationLabel": [display_text_problem(label)]})
+        return metadata
 
     def validate(self, attrs):
         if "models" in attrs and "model" in attrs:

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from ..choices import EpisodeStatus, EvaluationStatus, LogLevel, ShardStatus
 from ..models import ApiKey, Episode, Evaluation, EvaluationLog, Organization, Shard, Workload
+from ..domain.text import nul_free
 from ..planning import Plan
 from . import dispatch
 
@@ -263,6 +264,7 @@ def reap_shards() -> list[int]:
 
 def log(evaluation: Evaluation, message: str, *, level: str = LogLevel.INFO, source: str = "platform", shard: Shard | None = None) -> None:
     """Append a line to the evaluation's log (shown under Logs) and to the process log."""
+    message = nul_free(message)  # server output may hold NULs; PostgreSQL text cannot
     EvaluationLog.objects.create(evaluation=evaluation, shard=shard, level=level, source=source, message=message)
     logger.log({"info": logging.INFO, "warning": logging.WARNING}.get(level, logging.ERROR), "%s: %s", evaluation.public_id, message)
 

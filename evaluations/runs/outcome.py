@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from ..choices import EpisodeStatus, StopCondition
 from ..domain.outcomes import episode_success, stop_condition
+from ..domain.text import nul_free
 from ..models import Workload
 
 __all__ = ["EpisodeOutcome", "close_quietly", "completed_fields", "error_fields"]
@@ -30,7 +31,7 @@ def error_fields(base: dict, message: str, *, wall_ms: float | None = None) -> d
         **base,
         "status": EpisodeStatus.ERROR,
         "stop_condition": StopCondition.ERROR,
-        "error": message[:4000],
+        "error": nul_free(message[:4000]),
         "wall_ms": wall_ms,
         "finished_at": timezone.now(),
     }

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..choices import ProbeStatus
+from ..domain.text import nul_free
 from ..models import ImageRepository, ImageVersion
 from ..runs import dispatch
 from ..runtime import RuntimeBackendError, ServerSpec
@@ -277,8 +278,9 @@ def probe_version(version_id: int) -> str | None:
 def _record_probe(version: ImageVersion, status: str, log: list[str], found: dict) -> None:
     with transaction.atomic():
         ImageVersion.objects.filter(pk=version.pk).update(
-            probe_status=status, probe_log="\n".join(log), probed_at=timezone.now(), describe=found["envelope"],
-            scenarios=found["scenarios"], labels=found["labels"], checkpoints=found["checkpoints"],
+            probe_status=status, probe_log=nul_free("\n".join(log)), probed_at=timezone.now(),
+            describe=nul_free(found["envelope"]), scenarios=nul_free(found["scenarios"]), labels=nul_free(found["labels"]),
+            checkpoints=nul_free(found["checkpoints"]),
         )
         if status == ProbeStatus.PASSED and not version.repository.kind:
             ImageRepository.objects.filter(pk=version.repository_id, kind="").update(kind=found["kind"])

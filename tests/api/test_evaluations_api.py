@@ -138,7 +138,7 @@ BAD_REQUESTS = [
     (cartpole_request(timeoutSeconds=1e308), "timeoutSeconds", "less than or equal to 2592000"),
     (cartpole_request(models=[{"model": "prebuilt/random", "envVars": {"A=B": "x"}}]), "models[0].envVars.A=B", "not a valid environment variable name"),
     (cartpole_request(models=[{"model": "prebuilt/random", "envVars": {"": "x"}}]), "models[0].envVars.", "not a valid environment variable name"),
-    (cartpole_request(models=[{"model": "prebuilt/random", "envVars": {"A": "x\u0000y"}}]), "models[0].envVars.A", "Null characters"),
+    (cartpole_request(models=[{"model": "prebuilt/random", "envVars": {"A": "x\u0000y"}}]), "models[0].envVars.A", "NUL character"),
     ('{"tasks": [], "metadata": {"k": "\\ud800"}}', "metadata.k", "unpaired surrogate"),
     ('{"tasks": [], "tags": {"\\ud800": "v"}}', "tags", "unpaired surrogate"),
     ('{"tasks": [], "metadata": ' + '{"a": ' * 40 + '1' + '}' * 41, "metadata" + ".a" * 32, "deeper than 32"),
