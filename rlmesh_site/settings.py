@@ -184,6 +184,8 @@ STORAGES = {
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 1024 * 1024)
 
 # ------------------------------------------------------------------------ DRF
+#: Bundle uploads (POST /v1/evaluations/imports and the dashboard's import page) per user (or address).
+RATELIMIT_IMPORT = os.environ.get("RATELIMIT_IMPORT", "10/m")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["evaluations.auth.BearerAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["evaluations.auth.IsOrganizationMember"],
@@ -192,6 +194,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "evaluations.api.exceptions.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    # Scoped throttles (views set throttle_scope); counted in the default cache, per user or address.
+    "DEFAULT_THROTTLE_RATES": {"imports": RATELIMIT_IMPORT},
 }
 
 SPECTACULAR_SETTINGS = {
@@ -297,6 +301,11 @@ RLMESH_MAX_WORKLOADS_PER_EVALUATION = env_int("RLMESH_MAX_WORKLOADS_PER_EVALUATI
 #: members, are at most this many bytes; a bundle has at most this many zip members (evaluations/services/imports.py).
 RLMESH_IMPORT_MAX_BYTES = env_int("RLMESH_IMPORT_MAX_BYTES", 200 * 1024 * 1024)
 RLMESH_IMPORT_MAX_MEMBERS = env_int("RLMESH_IMPORT_MAX_MEMBERS", 20_000)
+#: A bundle may uncompress to at most this many times its upload size (but always to 1 MiB): a small zip of zeros
+#: cannot fill the disk. MP4s do not compress and result.json compresses ~10x, so real bundles stay far below.
+RLMESH_IMPORT_MAX_EXPANSION = env_float("RLMESH_IMPORT_MAX_EXPANSION", 20.0)
+#: Bytes of episode media (recorded and imported videos) one organization may keep in storage.
+RLMESH_ORG_STORAGE_QUOTA_BYTES = env_int("RLMESH_ORG_STORAGE_QUOTA_BYTES", 20 * 1024**3)
 #: A shard never holds more episodes than this, so it finishes well inside the broker's visibility timeout.
 RLMESH_MAX_EPISODES_PER_SHARD = env_int("RLMESH_MAX_EPISODES_PER_SHARD", 100)
 #: An evaluation whose errored episodes exceed this fraction ends `failed` instead of `completed`.

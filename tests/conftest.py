@@ -15,6 +15,14 @@ os.environ.setdefault("RLMESH_WORKFLOW_EDITION", "2026.06")
 
 
 @pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Rate-limit counters live in the cache: every test starts with none spent."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _fast_hashers(settings, tmp_path):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.RLMESH_RUN_DIR = tmp_path / "run"

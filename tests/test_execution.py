@@ -240,3 +240,19 @@ def test_env_vars_never_reach_processes_on_the_worker_host(tenant_a, tmp_path):
     run_all(evaluation)
     assert evaluation.status == EvaluationStatus.COMPLETED
     assert not marker.exists()
+
+
+def test_recorded_videos_count_against_the_organizations_storage_quota(tenant_a, settings):
+    body = cartpole_request()
+    body["tasks"][0].update(episodes=2, maxSteps=20, record="all")
+    evaluation = create(tenant_a, body)
+    settings.RLMESH_ORG_STORAGE_QUOTA_BYTES = 10**9
+    run_all(evaluation)
+    stored = [e for e in episodes(evaluation) if e.video]
+    tenant_a.org.refresh_from_db()
+    assert len(stored) == 2 and tenant_a.org.storage_bytes == sum(e.video_meta["bytes"] for e in stored)
+    settings.RLMESH_ORG_STORAGE_QUOTA_BYTES = tenant_a.org.storage_bytes  # used up: the next videos are not stored
+    again = create(tenant_a, body)
+    run_all(again)
+    assert [e.video for e in episodes(again)] == ["", ""]
+    assert all("storage quota" in e.video_meta["error"] and e.status == "completed" for e in episodes(again))

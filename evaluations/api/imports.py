@@ -8,6 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from rest_framework import parsers, serializers, status
 from rest_framework.exceptions import ParseError
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 
 from ..imports import import_bundle
 from ..models import ApiKey
@@ -23,6 +24,8 @@ class EvaluationImportView(OrgScopedView):
     """Members and above import bundles; viewers get 403 (``IsOrganizationMember``)."""
 
     parser_classes = [parsers.MultiPartParser, ZipBodyParser, OctetStreamZipBodyParser]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "imports"  # RATELIMIT_IMPORT: uploads write to disk
 
     @extend_schema(
         request={

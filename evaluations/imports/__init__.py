@@ -49,7 +49,7 @@ from django.conf import settings
 from ..domain.text import display_text_problem, storable_text_problem
 from ..models import ApiKey, Episode, Evaluation, Organization
 from ..models.evaluations import new_public_id
-from .archive import RESULT_FILENAME, BundleInvalid, check_members, clean_file_name, fail, measure, read_member
+from .archive import RESULT_FILENAME, BundleInvalid, check_members, clean_file_name, expansion_limit, fail, measure, read_member
 from .document import parse_result, validate
 from .media import store_videos
 from .write import write_evaluation
@@ -77,6 +77,30 @@ def _check_name(name: str) -> None:
                else storable_text_problem(name) or display_text_problem(name))
     if problem:
         raise BundleInvalid([{"path": "name", "message": problem}])
+
+
+def _check_not_imported(organization: Organization, sha256: str) -> None:
+    """An identical bundle (same sha256) is imported once per organization: a second upload is a 409 naming the
+    evaluation it became."""
+    previous = (
+        Evaluation.objects.for_org(organization).filter(origin="import", config__import__sha256=sha256)
+        .values_list("public_id", flat=True).first()
+    )
+    if previous:
+        raise BundleInvalid([{"path": "bundle", "message": f"this bundle (same sha256) was already imported as {previous}"}],
+                            code="conflict", status=409)
+
+
+def _check_quota(organization: Organization, plan) -> None:
+    """The bundle's videos must fit in what is left of the organization's storage quota (413 otherwise)."""
+    needed = sum(ep.video.member.file_size for w in plan.workloads for ep in w.episodes if ep.video is not None)
+    left = organization.storage_left()
+    if needed > left:
+        raise BundleInvalid(
+            [{"path": "bundle", "message": f"its videos take {needed} bytes but the organization has {max(left, 0)} bytes "
+              f"of its storage quota left (RLMESH_ORG_STORAGE_QUOTA_BYTES)"}],
+            code="storage_quota_exceeded", status=413,
+        )
 
 
 def _open_archive(fileobj: IO[bytes]) -> tuple[zipfile.ZipFile, str, int, str]:
@@ -117,15 +141,11 @@ def import_bundle(
     _check_name(name)
     archive, file_name, size, sha256 = _open_archive(fileobj)
     with archive:
-        members, root = check_members(archive, max_bytes=settings.RLMESH_IMPORT_MAX_BYTES)
+        members, root = check_members(archive, max_bytes=expansion_limit(size))
         raw = read_member(archive, members[root + RESULT_FILENAME], limit=MAX_RESULT_JSON_BYTES)
         plan = validate(parse_result(raw), archive=archive, members=members, root=root)
-        previous = (
-            Evaluation.objects.for_org(organization).filter(origin="import", config__import__sha256=sha256)
-            .values_list("public_id", flat=True).first()
-        )
-        if previous:
-            plan.warnings.append(f"this bundle (same sha256) was imported before as {previous}")
+        _check_not_imported(organization, sha256)
+        _check_quota(organization, plan)
         public_id = new_public_id()
         saved: list[str] = []
         try:

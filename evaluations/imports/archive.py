@@ -16,7 +16,7 @@ from django.conf import settings
 
 from ..planning import RequestInvalid
 
-__all__ = ["BundleInvalid", "CHUNK", "RESULT_FILENAME", "check_members", "clean_file_name", "fail", "measure",
+__all__ = ["BundleInvalid", "CHUNK", "expansion_limit", "RESULT_FILENAME", "check_members", "clean_file_name", "fail", "measure",
            "read_head", "read_member", "unsafe_name"]
 
 RESULT_FILENAME = "result.json"
@@ -69,8 +69,20 @@ def unsafe_name(name: str) -> str | None:
     return None
 
 
+#: Any bundle may uncompress to this many bytes, whatever its ratio (a small bundle's result.json compresses well).
+MIN_EXPANSION_BYTES = 1024 * 1024
+
+
+def expansion_limit(upload_size: int) -> int:
+    """Bytes a bundle of ``upload_size`` bytes may uncompress to: ``RLMESH_IMPORT_MAX_EXPANSION`` times its size, at
+    least ``MIN_EXPANSION_BYTES``, never more than ``RLMESH_IMPORT_MAX_BYTES``."""
+    ratio_limit = max(int(upload_size * settings.RLMESH_IMPORT_MAX_EXPANSION), MIN_EXPANSION_BYTES)
+    return min(settings.RLMESH_IMPORT_MAX_BYTES, ratio_limit)
+
+
 def check_members(archive: zipfile.ZipFile, *, max_bytes: int) -> tuple[dict[str, zipfile.ZipInfo], str]:
-    """The file members by name, and the bundle root ("" or "<folder>/"); BundleInvalid for an unsafe archive."""
+    """The file members by name, and the bundle root ("" or "<folder>/"); BundleInvalid for an unsafe archive or one
+    whose members uncompress (by their declared sizes, which bound what zipfile extracts) to more than ``max_bytes``."""
     infos = archive.infolist()
     max_members = settings.RLMESH_IMPORT_MAX_MEMBERS
     if len(infos) > max_members:
@@ -91,7 +103,8 @@ def check_members(archive: zipfile.ZipFile, *, max_bytes: int) -> tuple[dict[str
         files[name] = info
         total += info.file_size
         if total > max_bytes:  # the sizes zipfile will extract to: a zip bomb stops here, before any read
-            raise fail("bundle", f"uncompresses to more than {max_bytes} bytes (the limit)")
+            raise fail("bundle", f"uncompresses to more than {max_bytes} bytes (the limit for this upload: "
+                       f"{settings.RLMESH_IMPORT_MAX_EXPANSION:g}x its size, at most RLMESH_IMPORT_MAX_BYTES)")
     if RESULT_FILENAME in files:
         return files, ""
     nested = [n for n in files if n.count("/") == 1 and n.endswith("/" + RESULT_FILENAME) and not n.startswith("__MACOSX/")]

@@ -99,6 +99,7 @@ def write_evaluation(plan: BundlePlan, *, raw: bytes, public_id: str, organizati
                 (Episode(evaluation=evaluation, workload=workload, finished_at=finished, **e.fields) for e in w.episodes),
                 batch_size=500,
             )
+        organization.add_storage(sum(e.fields.get("video_meta", {}).get("bytes", 0) for w in plan.workloads for e in w.episodes))
         log(
             evaluation,
             f"imported {file_name or 'a result bundle'} (sha256 {sha256[:12]}…, {size} bytes): "

@@ -29,12 +29,25 @@ class Organization(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     provider_id = models.CharField(max_length=64, unique=True, default=_new_provider_id)
     created_at = models.DateTimeField(default=timezone.now)
+    #: Bytes of episode media (recorded and imported videos) stored for this organization, counted against
+    #: ``RLMESH_ORG_STORAGE_QUOTA_BYTES``.
+    storage_bytes = models.BigIntegerField(default=0)
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+    def storage_left(self) -> int:
+        """Bytes of media the organization may still store (≤ 0 when the quota is used up)."""
+        used = Organization.objects.filter(pk=self.pk).values_list("storage_bytes", flat=True).first() or 0
+        return settings.RLMESH_ORG_STORAGE_QUOTA_BYTES - used
+
+    def add_storage(self, nbytes: int) -> None:
+        """Count ``nbytes`` more of stored media (an atomic UPDATE)."""
+        if nbytes:
+            Organization.objects.filter(pk=self.pk).update(storage_bytes=models.F("storage_bytes") + int(nbytes))
 
 
 class Membership(models.Model):

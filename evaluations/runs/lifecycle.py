@@ -140,6 +140,8 @@ def record_episode(*, shard: Shard, index: int, **fields) -> bool:
                 updated_at=timezone.now(),
             )
             Shard.objects.filter(pk=shard.pk).update(heartbeat_at=timezone.now())
+            if fields.get("video"):
+                Organization.objects.get(evaluations__pk=shard.evaluation_id).add_storage(fields["video_meta"].get("bytes", 0))
     except IntegrityError:
         return False
     return True

@@ -106,14 +106,18 @@ def store_video(name: str, data: bytes) -> str:
         return default_storage.save(name, File(fh, name=Path(name).name))
 
 
-def save_episode_video(name: str, frames: list, render_ms: float) -> dict:
+def save_episode_video(name: str, frames: list, render_ms: float, *, storage_left: int | None = None) -> dict:
     """Encode ``frames`` and store them under ``name``; return the Episode fields to record: ``video`` and
-    ``video_meta`` (with ``renderMs``), or only ``video_meta`` with an ``error`` when there is nothing to encode or
-    encoding failed (a failed encode loses the video, never the episode)."""
+    ``video_meta`` (with ``renderMs``), or only ``video_meta`` with an ``error`` when there is nothing to encode,
+    encoding failed, or the video is larger than ``storage_left`` bytes of the organization's quota (a lost video
+    never loses the episode)."""
     if not frames:
         return {"video_meta": {"error": "the env rendered no frames and its observation holds no image"}}
     try:
         data, meta = encode_mp4(frames)
+        if storage_left is not None and len(data) > storage_left:
+            return {"video_meta": {**meta, "error": "not stored: the organization's storage quota is used up "
+                                   "(RLMESH_ORG_STORAGE_QUOTA_BYTES)"}}
         stored = store_video(name, data)
     except Exception as exc:  # noqa: BLE001 - see the docstring
         logger.exception("encoding the video %s failed", name)

@@ -109,5 +109,6 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
     )
     if render and recording.keeps(workload.record, fields["success"]):
         name = f"episodes/{runner.evaluation.public_id}/w{workload.index:03d}-e{index:05d}.mp4"
-        fields.update(recording.save_episode_video(name, frames.frames, frames.render_ms))
+        left = runner.evaluation.organization.storage_left()
+        fields.update(recording.save_episode_video(name, frames.frames, frames.render_ms, storage_left=left))
     return EpisodeOutcome(fields)

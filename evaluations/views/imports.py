@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django_htmx.http import HttpResponseClientRedirect
+from django_ratelimit.decorators import ratelimit
 
 from ..choices import WRITE_ROLES
 from ..forms import ImportForm
@@ -18,6 +19,7 @@ __all__ = ["evaluation_import"]
 
 
 @login_required
+@ratelimit(key="user_or_ip", rate=lambda g, r: settings.RATELIMIT_IMPORT, method="POST", block=True)
 def evaluation_import(request: HttpRequest) -> HttpResponse:
     """GET: the upload form. POST (members and above): import, then redirect to the new evaluation.
 

@@ -195,11 +195,13 @@ def test_warm_up_episodes_are_skipped_and_unseeded_ones_flagged(api, media_root)
     assert any("without a seed" in w for w in body["warnings"])
 
 
-def test_importing_the_same_bundle_again_says_so(api, media_root):
+def test_importing_the_same_bundle_again_is_a_409_naming_the_first_import(api, media_root):
     first = upload(api, FIXTURE.read_bytes()).json()["id"]
-    again = upload(api, FIXTURE.read_bytes()).json()
-    assert again["id"] != first
-    assert any(first in w for w in again["warnings"])
+    before = snapshot(media_root)
+    again = upload(api, FIXTURE.read_bytes())
+    assert again.status_code == 409 and again.json()["error"]["code"] == "conflict"
+    assert again.json()["error"]["details"] == [{"path": "bundle", "message": f"this bundle (same sha256) was already imported as {first}"}]
+    assert snapshot(media_root) == before and Evaluation.objects.count() == 1
 
 
 # --------------------------------------------------------------- validation
@@ -304,8 +306,47 @@ def test_a_zip_bomb_is_refused_before_anything_is_extracted(api, media_root, set
     before = snapshot(media_root)
     r = upload(api, bomb)
     assert r.status_code == 400
-    assert r.json()["error"]["details"][0] == {"path": "bundle", "message": "uncompresses to more than 2000000 bytes (the limit)"}
+    detail = r.json()["error"]["details"][0]
+    assert detail["path"] == "bundle" and detail["message"].startswith("uncompresses to more than 1048576 bytes")
     assert snapshot(media_root) == before
+
+
+def test_a_small_zip_of_zeros_named_like_a_video_cannot_fill_the_disk(api, media_root):
+    """The field case: a 20 KB zip holding 20 MB of zeros as render.mp4 was accepted and written."""
+    doc = fixture_doc()
+    doc["workloads"][0]["episodes"][0]["media"] = [{"camera": "render", "kind": "video", "path": "render.mp4", "format": "mp4"}]
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("result.json", json.dumps(doc))
+        z.writestr("render.mp4", b"\0\0\0\x18ftypisom" + b"\0" * 20_000_000)
+    assert len(data.getvalue()) < 100_000
+    before = snapshot(media_root)
+    r = upload(api, data.getvalue())
+    assert r.status_code == 400 and r.json()["error"]["details"][0]["message"].startswith("uncompresses to more than")
+    assert snapshot(media_root) == before
+
+
+def test_videos_beyond_the_organizations_storage_quota_are_refused(api, tenant_a, media_root, settings):
+    settings.RLMESH_ORG_STORAGE_QUOTA_BYTES = 1000  # the fixture's videos take more
+    before = snapshot(media_root)
+    r = upload(api, FIXTURE.read_bytes())
+    assert r.status_code == 413 and r.json()["error"]["code"] == "storage_quota_exceeded"
+    assert snapshot(media_root) == before
+    settings.RLMESH_ORG_STORAGE_QUOTA_BYTES = 10**9
+    body = upload(api, FIXTURE.read_bytes()).json()
+    tenant_a.org.refresh_from_db()
+    videos = api.get(f"/v1/evaluations/{body['id']}/metrics").json()["videos"]
+    assert tenant_a.org.storage_bytes == videos["totalBytes"] > 0
+
+
+def test_uploads_are_rate_limited_per_user(api, media_root, monkeypatch):
+    from rest_framework.throttling import ScopedRateThrottle
+
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"imports": "2/m"})
+    codes = [upload(api, b"not a zip").status_code for _ in range(3)]
+    assert codes == [400, 400, 429]
+    r = upload(api, b"not a zip")
+    assert r.json()["error"]["code"] == "throttled" and int(r["Retry-After"]) > 0
 
 
 @pytest.mark.parametrize("raw", [False, True])
@@ -395,7 +436,9 @@ def test_the_dashboard_upload_imports_and_redirects_to_the_evaluation(tenant_a, 
     assert "scores-table" in detail
     for tab in ("episodes", "configuration", "logs"):
         assert web.get(f"{evaluation.get_absolute_url()}/{tab}").status_code == 200, tab
-    htmx = web.post("/evaluations/import", {"bundle": SimpleUploadedFile("b.zip", FIXTURE.read_bytes())}, headers={"HX-Request": "true"})
+    other = fixture_doc()
+    other["resultSetId"] = "another-run"
+    htmx = web.post("/evaluations/import", {"bundle": SimpleUploadedFile("b.zip", make_bundle(other))}, headers={"HX-Request": "true"})
     assert htmx.status_code == 200 and htmx["HX-Redirect"].startswith("/evaluations/eval_")
 
 
