@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.utils import timezone
+from django_ratelimit.core import get_usage
 from rest_framework import authentication, exceptions, permissions
 
 from .choices import WRITE_ROLES
 from .models import ApiKey
 from .models.organizations import API_KEY_PREFIX
 from .services.identity import InvalidToken, decode_access_token
+
+
+def failed_authentication(request, *, count: bool = True) -> bool:
+    """Whether the address of ``request`` (a Django request) has used up its ``RATELIMIT_AUTH_FAILURES`` failed
+    authentications in the current window; with ``count``, this call records one more failure first. Shared by /v1
+    and the registry's token endpoint, so guessing keys costs the same everywhere."""
+    usage = get_usage(request, group="auth-failures", key="ip", rate=settings.RATELIMIT_AUTH_FAILURES, increment=count)
+    return usage is not None and usage["count"] >= usage["limit"]
 
 
 class BearerAuthentication(authentication.BaseAuthentication):
@@ -22,6 +32,15 @@ class BearerAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request):
+        if failed_authentication(request._request, count=False):
+            raise exceptions.Throttled(wait=60, detail="too many failed authentications from this address; retry in a minute")
+        try:
+            return self._authenticate(request)
+        except exceptions.AuthenticationFailed:
+            failed_authentication(request._request)
+            raise
+
+    def _authenticate(self, request):
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             return None

@@ -241,6 +241,8 @@ DEVICE_CODE_INTERVAL = env_int("DEVICE_CODE_INTERVAL", 5)
 #: Requests per minute per client address on the sign-in form and the OAuth endpoints.
 RATELIMIT_LOGIN = os.environ.get("RATELIMIT_LOGIN", "20/m")
 RATELIMIT_OAUTH = os.environ.get("RATELIMIT_OAUTH", "120/m")
+#: Failed authentications (bad API keys or tokens on /v1, bad registry credentials) per address before 429s.
+RATELIMIT_AUTH_FAILURES = os.environ.get("RATELIMIT_AUTH_FAILURES", "30/m")
 RATELIMIT_VIEW = "evaluations.views.identity.rate_limited"
 # Rate-limit counters need a cache shared by every web process: Redis in production (CACHE_REDIS_URL);
 # the embedded default runs one web process, where the local-memory cache is enough.

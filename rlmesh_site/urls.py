@@ -21,6 +21,8 @@ def api_not_found(request, rest=""):
 
 
 urlpatterns = [
+    # The admin's own sign-in form, rate limited like the dashboard's.
+    path("admin/login/", ratelimit(key="ip", rate=lambda g, r: settings.RATELIMIT_LOGIN, method="POST", block=True)(admin.site.login)),
     path("admin/", admin.site.urls),
     path(
         "accounts/login/",

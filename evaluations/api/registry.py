@@ -18,6 +18,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
+from ..auth import failed_authentication
 from ..choices import WRITE_ROLES
 from ..models import Membership
 from ..services.identity import SessionAuth
@@ -60,8 +61,13 @@ def registry_token(request: HttpRequest) -> JsonResponse:
         username, _, password = base64.b64decode(encoded).decode().partition(":")
     except (binascii.Error, UnicodeDecodeError):
         return _unauthorized("malformed Basic credentials")
+    if failed_authentication(request, count=False):
+        return JsonResponse({"errors": [{"code": "TOOMANYREQUESTS", "message": "too many failed logins"}],
+                             "error": {"code": "throttled", "message": "too many failed authentications from this "
+                                       "address; retry in a minute", "details": []}}, status=429, headers={"Retry-After": "60"})
     grantee = authenticate_basic(username, password)
     if grantee is None:
+        failed_authentication(request)
         return _unauthorized("invalid username/password: use your user id and `rlmesh token`, or any name and an API key")
     return JsonResponse(issue_token(grantee, request.GET.getlist("scope")))
 
