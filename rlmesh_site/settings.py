@@ -100,7 +100,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "django.contrib.staticfiles",
+    "rlmesh_site.apps.StaticFiles",  # django.contrib.staticfiles, ignoring unused vendored files
     "rest_framework",
     "django_filters",
     "drf_spectacular",
