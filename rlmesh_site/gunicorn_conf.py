@@ -22,5 +22,8 @@ graceful_timeout = 30
 #: Access log: a file (``RLMESH_ACCESS_LOG``), or "-" for stdout (journald under systemd).
 accesslog = os.environ.get("RLMESH_ACCESS_LOG") or "-"
 errorlog = "-"
+# No gunicornc control socket: its default path ($HOME/.gunicorn/gunicorn.ctl) is shared by every gunicorn of
+# the user, so two sites (or a site and its tests) would take it from each other; signals do the same job.
+control_socket_disable = True
 # gunicorn trusts X-Forwarded-Proto only from FORWARDED_ALLOW_IPS (its own variable; default 127.0.0.1,::1):
 # set it to the proxy's address when the proxy runs on another host.

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
@@ -212,8 +213,9 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 #: http requests are redirected (the proxy normally does that itself first).
 HTTPS = PUBLIC_URL.startswith("https://")
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
-#: Origins a browser may POST from besides PUBLIC_URL (comma-separated, scheme included).
-CSRF_TRUSTED_ORIGINS = list(dict.fromkeys([*([PUBLIC_URL] if PUBLIC_URL else []), *env_list("CSRF_TRUSTED_ORIGINS")]))
+#: Origins a browser may POST from: PUBLIC_URL's, then any listed (comma-separated, scheme included).
+_PUBLIC_ORIGIN = "{0.scheme}://{0.netloc}".format(urlsplit(PUBLIC_URL)) if PUBLIC_URL else ""
+CSRF_TRUSTED_ORIGINS = list(dict.fromkeys([o for o in (_PUBLIC_ORIGIN, *env_list("CSRF_TRUSTED_ORIGINS")) if o]))
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if HTTPS else 0)

@@ -76,7 +76,8 @@ def test_production_never_reads_the_generated_file(tmp_path):
 
 # ------------------------------------------------------- proxy and TLS settings
 def test_https_public_url_behind_a_proxy_turns_on_every_tls_setting(tmp_path):
-    env = {**PRODUCTION_ENV, "RLMESH_VAR_DIR": str(tmp_path), "CSRF_TRUSTED_ORIGINS": "https://other.example.org, https://b.example.org"}
+    env = {**PRODUCTION_ENV, "RLMESH_VAR_DIR": str(tmp_path), "PUBLIC_URL": f"https://{HOST}/",
+           "CSRF_TRUSTED_ORIGINS": "https://other.example.org, https://b.example.org"}
     got = settings_in_subprocess(
         env, "SECURE_PROXY_SSL_HEADER", "CSRF_TRUSTED_ORIGINS", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE",
         "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS", "MIDDLEWARE", "DEBUG",
