@@ -294,7 +294,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # ------------------------------------------------------------------- identity
 #: OAuth public client id the official CLI uses (advertised in /v1/info).
 RLMESH_CLI_CLIENT_ID = env_str("RLMESH_CLI_CLIENT_ID", "rlmesh-cli")
-#: HS256 key for access-token JWTs; by default derived from SECRET_KEY.
+#: HS256 key for access-token JWTs; by default generated (development) or derived from SECRET_KEY (production).
 JWT_SIGNING_KEY = (
     env_str("JWT_SIGNING_KEY", GENERATED_SECRETS.get("JWT_SIGNING_KEY", ""))
     or hashlib.sha256(f"jwt:{SECRET_KEY}".encode()).hexdigest()
@@ -325,6 +325,7 @@ SILENCED_SYSTEM_CHECKS = ([] if CACHE_REDIS_URL else ["django_ratelimit.E003", "
 RLMESH_REGISTRY_HOST = os.environ.get("RLMESH_REGISTRY_HOST", "127.0.0.1:5000")
 RLMESH_REGISTRY_DIR = Path(os.environ.get("RLMESH_REGISTRY_DIR", VAR_DIR / "registry"))
 #: Bearer secret the registry sends with push notifications; and the workers' pull-only registry password.
+#: Both by default generated (development) or derived from SECRET_KEY (production).
 RLMESH_REGISTRY_NOTIFY_SECRET = env_str(
     "RLMESH_REGISTRY_NOTIFY_SECRET",
     GENERATED_SECRETS.get("RLMESH_REGISTRY_NOTIFY_SECRET") or hashlib.sha256(f"notify:{SECRET_KEY}".encode()).hexdigest(),
