@@ -1,4 +1,4 @@
-# The two commands a user needs: `make demo` and `make test`. See README.md.
+# The two commands a user needs: `make demo` and `make test`. See README.md. `make dev` is for working on the code.
 PORT ?= 8000
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Meta-World pins its own MuJoCo: it lives in a venv of its own (scripts/setup-metaworld.sh).
 MW_STAMP := .venv-metaworld/.installed
 
-.PHONY: demo stop test test-fast bench install clean
+.PHONY: demo dev stop test test-fast bench install clean
 
 install: $(STAMP) $(MW_STAMP)
 
@@ -21,6 +21,10 @@ $(MW_STAMP): scripts/setup-metaworld.sh
 
 demo: $(STAMP) $(MW_STAMP)
 	PORT=$(PORT) bash scripts/demo.sh
+
+# runserver with DEBUG on and autoreload (foreground) plus one worker; make demo serves with gunicorn instead.
+dev: $(STAMP)
+	PORT=$(PORT) bash scripts/dev.sh
 
 stop:
 	bash scripts/stop.sh

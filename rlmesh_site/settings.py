@@ -1,9 +1,10 @@
 """Settings for the RLMesh evaluation platform, read from the environment only.
 
 Defaults give the embedded single-machine setup (SQLite, a broker that needs no
-server, the ``local`` runtime, DEBUG on). Production sets ``RLMESH_ENV=production``
-and must then provide ``SECRET_KEY``, ``ALLOWED_HOSTS``, ``API_KEY_PEPPER`` and
-``PUBLIC_URL``; anything missing raises ``ImproperlyConfigured`` at start-up.
+server, the ``local`` runtime, DEBUG on, secrets generated once into ``var/secrets.json``).
+Production sets ``RLMESH_ENV=production`` and must then provide ``SECRET_KEY``,
+``ALLOWED_HOSTS``, ``API_KEY_PEPPER`` and ``PUBLIC_URL``; anything missing raises
+``ImproperlyConfigured`` at start-up. Every variable read here is in the README's table.
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
+
+from rlmesh_site.devsecrets import load_or_create
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("RLMESH_VAR_DIR", BASE_DIR / "var"))
@@ -61,11 +66,20 @@ def env_float(name: str, default: float) -> float:
     return _env_number(name, default, float, "a number")
 
 
+def env_list(name: str, default: str = "") -> list[str]:
+    """Return ``$name`` split on commas, blanks dropped."""
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
 # ----------------------------------------------------------------------- core
 PRODUCTION = os.environ.get("RLMESH_ENV", "development") == "production"
 DEBUG = env_bool("DEBUG", not PRODUCTION)
-SECRET_KEY = env_str("SECRET_KEY", "" if PRODUCTION else "dev-insecure-secret-key-change-me")
-API_KEY_PEPPER = env_str("API_KEY_PEPPER", "" if PRODUCTION else "dev-insecure-api-key-pepper")
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+#: Outside production, secrets nobody set are generated once into var/secrets.json (mode 0600) and reused by
+#: every process of this installation; production must set them (a missing one fails below).
+GENERATED_SECRETS = {} if PRODUCTION else load_or_create(VAR_DIR / "secrets.json")
+SECRET_KEY = env_str("SECRET_KEY", GENERATED_SECRETS.get("SECRET_KEY", ""))
+API_KEY_PEPPER = env_str("API_KEY_PEPPER", GENERATED_SECRETS.get("API_KEY_PEPPER", ""))
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "" if PRODUCTION else "*").split(",") if h]
 #: Canonical base URL of the site; every advertised URL (dashboard links, /v1/info) is built from it,
 #: never from the request's Host header.
@@ -87,18 +101,25 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "django.contrib.staticfiles",
+    "rlmesh_site.apps.StaticFiles",  # django.contrib.staticfiles, ignoring unused vendored files
     "rest_framework",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
+    "csp",
     "evaluations",
 ]
 
+#: Behind one TLS-terminating proxy that sets X-Forwarded-Proto and appends to X-Forwarded-For (deploy/Caddyfile).
+BEHIND_PROXY = env_bool("RLMESH_BEHIND_PROXY", False)
 MIDDLEWARE = [
+    *(["rlmesh_site.proxy.ForwardedForMiddleware"] if BEHIND_PROXY else []),
     "django.middleware.security.SecurityMiddleware",
+    # Static files (collectstatic output) straight from gunicorn, compressed and cached.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -127,6 +148,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "evaluations.context_processors.organization",
+                "rlmesh_site.context_processors.site",
             ],
             "builtins": ["template_partials.templatetags.partials"],
         },
@@ -134,7 +156,6 @@ TEMPLATES = [
 ]
 
 # ------------------------------------------------------------------- database
-VAR_DIR.mkdir(parents=True, exist_ok=True)
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'rlmesh.sqlite3'}"), conn_max_age=0
@@ -177,7 +198,48 @@ STORAGES = {
         "BACKEND": os.environ.get("RLMESH_MEDIA_STORAGE", "django.core.files.storage.FileSystemStorage"),
         "OPTIONS": json.loads(os.environ.get("RLMESH_MEDIA_STORAGE_OPTIONS", "{}")),
     },
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # Hashed, compressed file names (cached forever by browsers) need `manage.py collectstatic` before the server
+    # starts: make demo, the live tests and deploy/ run it. Without the manifest, names stay plain (unit tests).
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if env_bool("RLMESH_STATIC_MANIFEST", PRODUCTION)
+        else "whitenoise.storage.CompressedStaticFilesStorage"
+    },
+}
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+
+# -------------------------------------------------- TLS proxy, cookies, CSP
+#: https in PUBLIC_URL means TLS is terminated in front of the site: cookies are Secure, HSTS is sent, and plain
+#: http requests are redirected (the proxy normally does that itself first).
+HTTPS = PUBLIC_URL.startswith("https://")
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
+#: Origins a browser may POST from: PUBLIC_URL's, then any listed (comma-separated, scheme included).
+_PUBLIC_ORIGIN = "{0.scheme}://{0.netloc}".format(urlsplit(PUBLIC_URL)) if PUBLIC_URL else ""
+CSRF_TRUSTED_ORIGINS = list(dict.fromkeys([o for o in (_PUBLIC_ORIGIN, *env_list("CSRF_TRUSTED_ORIGINS")) if o]))
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+#: Preloading is the domain owner's decision (hstspreload.org), so it is off unless asked for; `check --deploy`
+#: would warn about that choice (security.W021), which is silenced below for that reason only.
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# The dashboard's scripts are files under static/ (and vendored htmx and Plotly) plus any <script> carrying the
+# response's nonce; no inline event handlers, no eval. Styles may be inline: Plotly and htmx inject <style>
+# elements and the templates use style attributes for progress bars.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "media-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
 }
 
 # Request bodies larger than this get 413 (the JSON parser checks Content-Length first).
@@ -231,8 +293,11 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # ------------------------------------------------------------------- identity
 #: OAuth public client id the official CLI uses (advertised in /v1/info).
 RLMESH_CLI_CLIENT_ID = env_str("RLMESH_CLI_CLIENT_ID", "rlmesh-cli")
-#: HS256 key for access-token JWTs; by default derived from SECRET_KEY.
-JWT_SIGNING_KEY = env_str("JWT_SIGNING_KEY", "") or hashlib.sha256(f"jwt:{SECRET_KEY}".encode()).hexdigest()
+#: HS256 key for access-token JWTs; by default generated (development) or derived from SECRET_KEY (production).
+JWT_SIGNING_KEY = (
+    env_str("JWT_SIGNING_KEY", GENERATED_SECRETS.get("JWT_SIGNING_KEY", ""))
+    or hashlib.sha256(f"jwt:{SECRET_KEY}".encode()).hexdigest()
+)
 #: Access-token lifetime in seconds (the CLI refreshes when ≤ 60 s are left).
 ACCESS_TOKEN_TTL = env_int("ACCESS_TOKEN_TTL", 900)
 #: Device codes expire after this many seconds; clients poll no faster than DEVICE_CODE_INTERVAL.
@@ -252,17 +317,26 @@ CACHES = {
     if CACHE_REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
-SILENCED_SYSTEM_CHECKS = [] if CACHE_REDIS_URL else ["django_ratelimit.E003", "django_ratelimit.W001"]
+SILENCED_SYSTEM_CHECKS = ([] if CACHE_REDIS_URL else ["django_ratelimit.E003", "django_ratelimit.W001"]) + (
+    [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+)
 
 # ------------------------------------------------------------------ registry
 #: host:port of the platform's OCI registry (CNCF Distribution), as clients push to it.
 RLMESH_REGISTRY_HOST = os.environ.get("RLMESH_REGISTRY_HOST", "127.0.0.1:5000")
 RLMESH_REGISTRY_DIR = Path(os.environ.get("RLMESH_REGISTRY_DIR", VAR_DIR / "registry"))
 #: Bearer secret the registry sends with push notifications; and the workers' pull-only registry password.
-RLMESH_REGISTRY_NOTIFY_SECRET = env_str("RLMESH_REGISTRY_NOTIFY_SECRET", hashlib.sha256(f"notify:{SECRET_KEY}".encode()).hexdigest())
+#: Both by default generated (development) or derived from SECRET_KEY (production).
+RLMESH_REGISTRY_NOTIFY_SECRET = env_str(
+    "RLMESH_REGISTRY_NOTIFY_SECRET",
+    GENERATED_SECRETS.get("RLMESH_REGISTRY_NOTIFY_SECRET") or hashlib.sha256(f"notify:{SECRET_KEY}".encode()).hexdigest(),
+)
 #: The account workers pull images with (any name here must match what the registry's token service expects).
 RLMESH_REGISTRY_WORKER_ACCOUNT = "rlmesh-worker"
-RLMESH_REGISTRY_WORKER_SECRET = env_str("RLMESH_REGISTRY_WORKER_SECRET", hashlib.sha256(f"worker:{SECRET_KEY}".encode()).hexdigest())
+RLMESH_REGISTRY_WORKER_SECRET = env_str(
+    "RLMESH_REGISTRY_WORKER_SECRET",
+    GENERATED_SECRETS.get("RLMESH_REGISTRY_WORKER_SECRET") or hashlib.sha256(f"worker:{SECRET_KEY}".encode()).hexdigest(),
+)
 #: Docker Engine API endpoint for the docker runtime and probes (Podman's service here, Docker elsewhere).
 RLMESH_DOCKER_HOST = os.environ.get("DOCKER_HOST", f"unix://{VAR_DIR / 'podman.sock'}")
 #: Tags this deployment's containers, so the orphan reaper never touches another deployment's on a shared engine.

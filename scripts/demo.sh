@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# `make demo`: migrate, seed a demo org/user/key, start the web server and one Celery worker in the
-# background, submit examples/cartpole.json with the official rlmesh CLI, and print where to go next.
+# `make demo`: migrate, seed a demo org/user/key, start the web server the way it is deployed (gunicorn,
+# DEBUG off, static files collected and served by WhiteNoise) and one Celery worker in the background,
+# submit examples/cartpole.json with the official rlmesh CLI, and print where to go next.
+# Secrets are generated once into var/secrets.json by the first command and reused after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT=${PORT:-8000}
 PY=.venv/bin/python
 export RLMESH_WORKFLOW_EDITION=2026.06 PORT
+export DEBUG=${DEBUG:-False} RLMESH_STATIC_MANIFEST=${RLMESH_STATIC_MANIFEST:-True}
+export RLMESH_ACCESS_LOG=${RLMESH_ACCESS_LOG:-var/web-access.log}
 mkdir -p var
 
 bash scripts/stop.sh >/dev/null
 $PY manage.py migrate -v0
+$PY manage.py collectstatic --noinput -v0
 seed=$($PY manage.py seed_demo)
 api_key=$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["apiKey"])' "$seed")
 url="http://127.0.0.1:${PORT}"
 
-setsid $PY manage.py runserver "127.0.0.1:${PORT}" --noreload >var/web.log 2>&1 < /dev/null &
+# Workers and threads: rlmesh_site/gunicorn_conf.py (WEB_CONCURRENCY, RLMESH_WEB_THREADS).
+setsid .venv/bin/gunicorn -c python:rlmesh_site.gunicorn_conf rlmesh_site.wsgi >var/web.log 2>&1 < /dev/null &
 echo $! > var/web.pid
 setsid .venv/bin/celery -A rlmesh_site worker -B -Q shards,maintenance -c 2 -l info \
   --schedule var/celerybeat-schedule >var/worker.log 2>&1 < /dev/null &

@@ -1,7 +1,20 @@
-// Dashboard behaviour on top of server-rendered pages: Plotly charts, the Copy button, and the launch
-// form's two editors (fields ↔ raw JSON). Everything re-initialises after htmx swaps.
+// Dashboard behaviour on top of server-rendered pages: Plotly charts, the Copy button, the launch
+// form's two editors (fields ↔ raw JSON), and the small form helpers below. Everything re-initialises
+// after htmx swaps. The Content-Security-Policy allows no inline handlers: behaviour lives here only.
 (function () {
   "use strict";
+
+  // ----------------------------------------------------------- form helpers
+  // <select data-autosubmit>: submit its form on change (organization switcher, member roles).
+  document.addEventListener("change", function (ev) {
+    var el = ev.target;
+    if (el.matches && el.matches("select[data-autosubmit]") && el.form) el.form.submit();
+  });
+  // <form data-confirm="question">: ask before a plain (non-htmx) submit; the text is read as data, never code.
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (form.dataset && form.dataset.confirm && !window.confirm(form.dataset.confirm)) ev.preventDefault();
+  });
 
   // ---------------------------------------------------------------- charts
   function renderCharts(root) {

@@ -1,8 +1,11 @@
 """A real platform on this machine for end-to-end tests and benchmarks: a migrated database in a
-temp dir, runserver and a Celery worker as subprocesses, and a demo API key. Nothing is mocked."""
+temp dir, the web server as it is deployed (gunicorn with DEBUG off, collectstatic output served by
+WhiteNoise, as ``make demo`` starts it) and a Celery worker as subprocesses, and a demo API key.
+Nothing is mocked."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -15,6 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+
+
+#: collectstatic output of the first platform of this process; later ones link to it (the files are the same).
+_collected: list[Path] = []
 
 
 def free_port() -> int:
@@ -36,6 +43,10 @@ class LivePlatform:
             "RLMESH_WORKFLOW_EDITION": "2026.06",
             "DJANGO_SETTINGS_MODULE": "rlmesh_site.settings",
             "PYTHONPATH": str(ROOT),
+            # The demo's serving mode (scripts/demo.sh).
+            "DEBUG": "False",
+            "RLMESH_STATIC_MANIFEST": "True",
+            "RLMESH_ACCESS_LOG": str(var / "web-access.log"),
             **extra_env,
         }
         self.procs: dict[str, subprocess.Popen] = {}
@@ -47,20 +58,43 @@ class LivePlatform:
         )
         return out.stdout
 
+    def collectstatic(self) -> None:
+        static = self.var / "static"
+        if _collected and _collected[0].is_dir() and _collected[0] != static:
+            if static.is_dir() and not static.is_symlink() and not any(static.iterdir()):
+                static.rmdir()  # the empty folder settings.py made
+            if not static.exists():
+                static.symlink_to(_collected[0], target_is_directory=True)
+                return
+        self.manage("collectstatic", "--noinput", "-v0")
+        _collected[:] = [static]
+
     def start_web(self) -> None:
+        """collectstatic, then gunicorn with rlmesh_site/gunicorn_conf.py on this platform's port."""
+        self.collectstatic()
         log = open(self.var / "web.log", "ab")
         self.procs["web"] = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"],
+            [str(BIN / "gunicorn"), "-c", "python:rlmesh_site.gunicorn_conf", "rlmesh_site.wsgi"],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(f"{self.url}/v1/info", timeout=1).read()
+            if self.web_answers():
                 return
-            except OSError:
-                time.sleep(0.2)
+            time.sleep(0.2)
         raise RuntimeError("web server did not start:\n" + (self.var / "web.log").read_text()[-3000:])
+
+    def web_answers(self) -> bool:
+        """Whether gunicorn answers HTTP on its port at all (behind a TLS proxy setting it answers 301)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1)
+        try:
+            conn.request("GET", "/v1/info")
+            conn.getresponse().read()
+            return True
+        except (OSError, http.client.HTTPException):
+            return False
+        finally:
+            conn.close()
 
     def start_worker(self) -> subprocess.Popen:
         self.worker_count += 1
