@@ -31,7 +31,7 @@ def run_shard(shard_id: int) -> None:
 @shared_task(name=dispatch.REAP_SHARDS, queue=MAINTENANCE_QUEUE, ignore_result=True)
 def reap_shards() -> None:
     """Re-queue shards whose worker died and remove orphaned containers (runs.lifecycle, runtime.reaper)."""
-    from .runs.lifecycle import reap_shards as reap
+    from .runs.reaper import reap_shards as reap
     from .runtime.reaper import reap_containers
 
     reap()
@@ -61,3 +61,7 @@ def _die_with_worker(**kwargs) -> None:
         ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)
     except OSError:
         pass
+    # Announce this process alive (and keep announcing) so a reaper on any host notices at once when it dies.
+    from .runs.workers import LivenessThread
+
+    LivenessThread().start()

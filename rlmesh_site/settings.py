@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -285,7 +286,9 @@ CELERY_RESULT_BACKEND = None
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Shards are sized to finish well inside this (Redis re-delivers unacked messages after it).
 CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)} if CELERY_BROKER_URL.startswith("redis") else {}
+    {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)} if CELERY_BROKER_URL.startswith("redis")
+    # The database transport polls: 0.1 s instead of kombu's 1 s (submit → first step ≤ 1 s; an idle poll is cheap).
+    else {"polling_interval": env_float("CELERY_BROKER_POLLING_INTERVAL", 0.1)}
 )
 # Each task declares its queue (evaluations/tasks.py); workers consume them with -Q shards,maintenance.
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
@@ -388,6 +391,22 @@ RLMESH_MAX_EPISODES_PER_SHARD = env_int("RLMESH_MAX_EPISODES_PER_SHARD", 100)
 RLMESH_MAX_ERROR_FRACTION = env_float("RLMESH_MAX_ERROR_FRACTION", 0.1)
 #: A running shard whose heartbeat is older than this is presumed dead and re-queued.
 RLMESH_SHARD_HEARTBEAT_TIMEOUT = env_float("RLMESH_SHARD_HEARTBEAT_TIMEOUT", 300.0)
+#: The host name recorded on the shards a worker claims (default: the machine's). Every host of a deployment must
+#: have its own; the tests give each worker process one to stand for separate hosts.
+RLMESH_HOSTNAME = env_str("RLMESH_HOSTNAME", "") or socket.gethostname()
+#: Worker processes refresh their liveness record this often (seconds); one silent for the timeout is dead, on any host.
+RLMESH_WORKER_HEARTBEAT_SECONDS = env_float("RLMESH_WORKER_HEARTBEAT_SECONDS", 5.0)
+RLMESH_WORKER_LIVENESS_TIMEOUT = env_float("RLMESH_WORKER_LIVENESS_TIMEOUT", 20.0)
+#: How often beat runs the reaper (seconds).
+RLMESH_REAP_INTERVAL = env_float("RLMESH_REAP_INTERVAL", 10.0)
+#: Queued shards are sent again when some worker has been idle this long while they wait (a lost message).
+RLMESH_IDLE_RESEND_SECONDS = env_float("RLMESH_IDLE_RESEND_SECONDS", 5.0)
+#: A running evaluation that records no episode for this long fails, with the reason in its log (the watchdog).
+RLMESH_EVALUATION_STALL_SECONDS = env_float("RLMESH_EVALUATION_STALL_SECONDS", 1800.0)
+#: For how long the shard loop retries a database that went away (a restart) before the shard fails.
+RLMESH_DB_RETRY_SECONDS = env_float("RLMESH_DB_RETRY_SECONDS", 60.0)
+#: One schedule, one place: the reaper (with the 20 s liveness timeout a killed worker's shards run again within ~30 s).
+CELERY_BEAT_SCHEDULE = {"reap-orphaned-shards": {"task": "evaluations.reap_shards", "schedule": RLMESH_REAP_INTERVAL}}
 #: How many times a shard is (re-)started before it is failed.
 RLMESH_SHARD_MAX_ATTEMPTS = env_int("RLMESH_SHARD_MAX_ATTEMPTS", 3)
 #: Env-steps per second one shard sustains, used only for preview estimates (measured: bench/).

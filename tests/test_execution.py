@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
 from django.utils import timezone
 
 from evaluations.choices import EvaluationStatus, ShardStatus
-from evaluations.models import Episode, Evaluation, ImageRepository, ImageVersion, Shard
+from evaluations.models import Episode, Evaluation, ImageRepository, ImageVersion, Shard, WorkerProcess
 from evaluations.runs import lifecycle as svc
 from evaluations.runs import loop as execution
+from evaluations.runs import reaper, workers
 from evaluations.planning import plan_evaluation
 from tests.conftest import cartpole_request
 
@@ -187,39 +187,109 @@ def test_reaper_requeues_shards_of_dead_workers_and_fails_after_max_attempts(
     monkeypatch.setattr("evaluations.runs.dispatch._send", lambda name, shard_id: sent.append(shard_id))
     evaluation = create(tenant_a, cartpole_request())
     (shard,) = Shard.objects.filter(evaluation=evaluation)
-    host = socket.gethostname()
-    # A live claim on this host is left alone.
+    workers.beat()  # this process is a live worker
     Shard.objects.filter(pk=shard.pk).update(
-        status="running", claimed_by=f"{host}:{os.getpid()}", heartbeat_at=timezone.now(), attempts=1
+        status="running", claimed_by=workers.worker_identity(), heartbeat_at=timezone.now(), attempts=1
     )
-    assert svc.reap_shards() == []
-    # A dead pid on this host is re-queued at once, and the message is sent on commit.
-    Shard.objects.filter(pk=shard.pk).update(claimed_by=f"{host}:999999999")
+    assert reaper.reap_shards() == []
+    # A claim by a process with no liveness record (killed, on any host) is re-queued at once, sent on commit.
+    Shard.objects.filter(pk=shard.pk).update(claimed_by="another-host:4242")
     with django_capture_on_commit_callbacks(execute=True):
-        assert svc.reap_shards() == [shard.pk]
+        assert reaper.reap_shards() == [shard.pk]
     shard.refresh_from_db()
     assert shard.status == "queued" and shard.claimed_by == "" and sent == [shard.pk]
-    # A stale heartbeat on another host counts as dead too; after max attempts the shard fails.
+    assert "another-host:4242 stopped answering" in evaluation.logs.last().message
+    # A live process whose shard heartbeat went stale counts as lost too; after max attempts the shard fails.
     Shard.objects.filter(pk=shard.pk).update(
-        status="running", claimed_by="elsewhere:1", heartbeat_at=timezone.now() - timezone.timedelta(hours=1),
+        status="running", claimed_by=workers.worker_identity(), heartbeat_at=timezone.now() - timezone.timedelta(hours=1),
         attempts=settings.RLMESH_SHARD_MAX_ATTEMPTS,
     )
-    assert svc.reap_shards() == []
+    assert reaper.reap_shards() == []
     shard.refresh_from_db()
     evaluation.refresh_from_db()
     assert shard.status == "failed" and evaluation.status == EvaluationStatus.FAILED
-    assert "worker lost" in evaluation.error_message
+    assert "worker was lost" in evaluation.error_message
 
 
-def test_reaper_resends_shards_left_queued_too_long(tenant_a, monkeypatch):
+def test_a_worker_silent_past_the_liveness_timeout_is_dead_on_any_host(tenant_a, monkeypatch, settings):
     sent = []
     monkeypatch.setattr("evaluations.runs.dispatch._send", lambda name, shard_id: sent.append(shard_id))
     evaluation = create(tenant_a, cartpole_request())
     (shard,) = Shard.objects.filter(evaluation=evaluation)
-    assert svc.reap_shards() == []
-    Shard.objects.filter(pk=shard.pk).update(queued_at=timezone.now() - timezone.timedelta(hours=1))
-    assert svc.reap_shards() == [shard.pk] and sent == [shard.pk]
-    assert svc.reap_shards() == []  # queued_at moved: at most one extra message per period
+    WorkerProcess.objects.create(identity="host-b:77", hostname="host-b", pid=77,
+                                 last_seen=timezone.now() - timezone.timedelta(seconds=settings.RLMESH_WORKER_LIVENESS_TIMEOUT - 5))
+    Shard.objects.filter(pk=shard.pk).update(status="running", claimed_by="host-b:77", heartbeat_at=timezone.now(), attempts=1)
+    assert reaper.reap_shards() == []  # seen within the timeout
+    WorkerProcess.objects.filter(identity="host-b:77").update(
+        last_seen=timezone.now() - timezone.timedelta(seconds=settings.RLMESH_WORKER_LIVENESS_TIMEOUT + 1))
+    assert reaper.reap_shards() == [shard.pk]
+
+
+def test_queued_shards_are_resent_only_while_a_worker_sits_idle(tenant_a, monkeypatch, settings):
+    sent = []
+    monkeypatch.setattr("evaluations.runs.dispatch._send", lambda name, shard_id: sent.append(shard_id))
+    evaluation = create(tenant_a, cartpole_request())
+    (shard,) = Shard.objects.filter(evaluation=evaluation)
+    long_ago = timezone.now() - timezone.timedelta(hours=1)
+    Shard.objects.filter(pk=shard.pk).update(queued_at=long_ago)
+    # Every worker busy: a shard waiting in the queue is healthy, never re-sent.
+    WorkerProcess.objects.create(identity="h:1", hostname="h", pid=1, busy_since=long_ago)
+    assert reaper.reap_shards() == [] and sent == []
+    # A worker idle for longer than RLMESH_IDLE_RESEND_SECONDS while the shard waited: its message was lost.
+    WorkerProcess.objects.create(identity="h:2", hostname="h", pid=2, idle_since=long_ago)
+    assert reaper.reap_shards() == [shard.pk] and sent == [shard.pk]
+    assert reaper.reap_shards() == []  # queued_at moved: at most one extra message per period
+
+
+def test_the_watchdog_fails_an_evaluation_that_stopped_making_progress(tenant_a, settings):
+    evaluation = create(tenant_a, cartpole_request())
+    Evaluation.objects.filter(pk=evaluation.pk).update(status="running")
+    assert reaper.stalled_evaluations() == []
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        updated_at=timezone.now() - timezone.timedelta(seconds=settings.RLMESH_EVALUATION_STALL_SECONDS + 1))
+    assert reaper.stalled_evaluations() == [evaluation.public_id]
+    evaluation.refresh_from_db()
+    assert evaluation.status == EvaluationStatus.FAILED and "no progress for" in evaluation.error_message
+    assert "no progress for" in evaluation.logs.last().message
+    assert set(Shard.objects.filter(evaluation=evaluation).values_list("status", flat=True)) == {"cancelled"}
+
+
+def test_a_worker_that_lost_its_claim_stops_and_overwrites_nothing(tenant_a, monkeypatch):
+    """SIGSTOP past the liveness timeout, then SIGCONT: the reaper gave the shard to another worker, which finished it;
+    the resumed one records nothing twice and leaves the finished shard as it is."""
+    body = cartpole_request()
+    body["tasks"][0]["episodes"] = 3
+    evaluation = create(tenant_a, body)
+    (shard,) = Shard.objects.filter(evaluation=evaluation)
+    original = execution.ShardRunner.run_episode
+
+    def run_then_lose_the_claim(self, index, **kwargs):
+        outcome = original(self, index, **kwargs)
+        if index == 0:  # meanwhile the reaper re-queued the shard and another worker finished it
+            Shard.objects.filter(pk=shard.pk).update(status="completed", claimed_by="other-host:9")
+        return outcome
+
+    monkeypatch.setattr(execution.ShardRunner, "run_episode", run_then_lose_the_claim)
+    assert execution.run_shard(shard.pk) is None
+    shard.refresh_from_db()
+    assert shard.status == "completed" and shard.claimed_by == "other-host:9"
+    assert [e.index for e in episodes(evaluation)] == [0]  # it stopped at the next episode
+    assert "lost its claim" in evaluation.logs.last().message
+
+
+def test_socket_directories_of_dead_workers_are_removed(tmp_path):
+    import subprocess
+
+    from evaluations.runtime.reaper import reap_socket_dirs
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / f"rlm-{dead.pid}-abc").mkdir()
+    (tmp_path / f"rlm-c-{dead.pid}-def").mkdir()
+    (tmp_path / f"rlm-{os.getpid()}-mine").mkdir()
+    (tmp_path / "unrelated").mkdir()
+    assert sorted(reap_socket_dirs(str(tmp_path))) == sorted([str(tmp_path / f"rlm-{dead.pid}-abc"), str(tmp_path / f"rlm-c-{dead.pid}-def")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"rlm-{os.getpid()}-mine", "unrelated"])
 
 
 def test_env_vars_never_reach_processes_on_the_worker_host(tenant_a, tmp_path):

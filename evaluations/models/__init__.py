@@ -4,6 +4,7 @@ from .evaluations import Episode, Evaluation, EvaluationLog, Shard, Workload
 from .identity import AuthSession, DeviceAuthorization, Invitation, RefreshToken
 from .images import ImageRepository, ImageVersion
 from .organizations import ApiKey, Membership, Organization
+from .workers import WorkerProcess
 
 __all__ = [
     "ApiKey",
@@ -19,5 +20,6 @@ __all__ = [
     "Membership",
     "Organization",
     "Shard",
+    "WorkerProcess",
     "Workload",
 ]

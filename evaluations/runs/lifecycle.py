@@ -10,8 +10,6 @@ overwrite a finished row. Messages are sent only through :mod:`evaluations.runs.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -23,6 +21,8 @@ from ..models import ApiKey, Episode, Evaluation, EvaluationLog, Organization, S
 from ..domain.text import nul_free
 from ..planning import Plan
 from . import dispatch
+from .db import survives_restarts
+from .workers import worker_identity
 
 __all__ = [
     "CancelRefused",
@@ -34,9 +34,11 @@ __all__ = [
     "heartbeat",
     "is_stopping",
     "log",
-    "reap_shards",
     "record_episode",
-    "worker_identity",
+    "fail_lost_shard",
+    "fail_stalled_evaluation",
+    "requeue_lost_shard",
+    "still_claimed",
 ]
 
 logger = logging.getLogger(__name__)
@@ -92,11 +94,7 @@ def cancel_evaluation(evaluation: Evaluation) -> Evaluation:
     return evaluation
 
 
-def worker_identity() -> str:
-    """``host:pid`` of this process, recorded on the shards it claims."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
+@survives_restarts
 def claim_shard(shard_id: int) -> Shard | None:
     """Claim a queued shard for this process with a conditional UPDATE; None if someone else has it or it ended.
 
@@ -122,6 +120,7 @@ def claim_shard(shard_id: int) -> Shard | None:
     return shard
 
 
+@survives_restarts
 def record_episode(*, shard: Shard, index: int, **fields) -> bool:
     """Insert the outcome of episode ``index`` of the shard's workload, once.
 
@@ -147,6 +146,7 @@ def record_episode(*, shard: Shard, index: int, **fields) -> bool:
     return True
 
 
+@survives_restarts
 def finalize_evaluation(evaluation_id: int) -> str | None:
     """End the evaluation if none of its shards is queued or running; return the final status, else None.
 
@@ -189,79 +189,46 @@ def finalize_evaluation(evaluation_id: int) -> str | None:
     return status
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _worker_lost(shard: Shard, *, host: str, stale_before) -> bool:
-    """A running shard's worker is presumed lost when its heartbeat is stale, or at once when it was claimed on this
-    host by a process that no longer exists."""
-    if shard.heartbeat_at is None or shard.heartbeat_at < stale_before:
-        return True
-    owner_host, _, pid = shard.claimed_by.rpartition(":")
-    return owner_host == host and pid.isdigit() and not _pid_alive(int(pid))
-
-
-def _resend_stale_queued(stale_before) -> list[int]:
-    """Shards queued for longer than the heartbeat timeout may have lost their message (a broker outage at submit):
-    send another. The idempotent claim makes a duplicate harmless, and ``queued_at`` moves so each shard gets at
-    most one extra message per timeout period."""
-    resent = []
-    for shard in Shard.objects.filter(status=ShardStatus.QUEUED, queued_at__lt=stale_before):
-        if Shard.objects.filter(pk=shard.pk, status=ShardStatus.QUEUED, queued_at=shard.queued_at).update(queued_at=timezone.now()):
-            resent.append(shard.pk)
-    dispatch.send_shards(resent, on_commit=False)  # each UPDATE above committed on its own
-    return resent
-
-
-def _fail_lost_shard(shard: Shard) -> None:
+def fail_lost_shard(shard: Shard, reason: str) -> bool:
+    """A running shard whose worker was lost for the last allowed time fails (``reason`` says how); its evaluation is
+    finalized. Conditional on the claim the reaper saw, so a shard that moved on meanwhile is left alone."""
     done = Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, claimed_by=shard.claimed_by).update(
-        status=ShardStatus.FAILED, finished_at=timezone.now(), error=f"worker lost {shard.attempts} times"
+        status=ShardStatus.FAILED, finished_at=timezone.now(), error=reason
     )
     if done:
-        log(shard.evaluation, f"shard {shard.index} of workload {shard.workload.index} failed: its worker was lost "
-            f"{shard.attempts} times", level=LogLevel.ERROR, shard=shard)
+        log(shard.evaluation, f"shard {shard.index} of workload {shard.workload.index} failed: {reason}",
+            level=LogLevel.ERROR, shard=shard)
         finalize_evaluation(shard.evaluation_id)
+    return bool(done)
 
 
-def _requeue_lost_shard(shard: Shard) -> bool:
+def requeue_lost_shard(shard: Shard, reason: str) -> bool:
+    """Put a running shard whose worker was lost back in the queue and send it again (on commit); it resumes where it
+    stopped. Conditional on the claim the reaper saw."""
     with transaction.atomic():
         done = Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, claimed_by=shard.claimed_by).update(
             status=ShardStatus.QUEUED, claimed_by="", queued_at=timezone.now()
         )
         if done:
             log(shard.evaluation, f"shard {shard.index} of workload {shard.workload.index}: worker {shard.claimed_by} "
-                "was lost; re-queued", level=LogLevel.WARNING, shard=shard)
+                f"{reason}; re-queued", level=LogLevel.WARNING, shard=shard)
             dispatch.send_shards([shard.pk])
     return bool(done)
 
 
-def reap_shards() -> list[int]:
-    """Re-queue running shards whose worker died, and send queued shards again whose message may be lost; return the
-    ids sent.
-
-    A shard is presumed dead when its heartbeat is older than ``RLMESH_SHARD_HEARTBEAT_TIMEOUT``, or at once when it
-    was claimed on this host by a process that no longer exists. A shard that has used up
-    ``RLMESH_SHARD_MAX_ATTEMPTS`` fails instead, and its evaluation is finalized. Re-queued shards resume where they
-    stopped: episodes already recorded are skipped.
-    """
-    host = socket.gethostname()
-    stale_before = timezone.now() - timezone.timedelta(seconds=settings.RLMESH_SHARD_HEARTBEAT_TIMEOUT)
-    sent = _resend_stale_queued(stale_before)
-    for shard in Shard.objects.filter(status=ShardStatus.RUNNING).select_related("evaluation", "workload"):
-        if not _worker_lost(shard, host=host, stale_before=stale_before):
-            continue
-        if shard.attempts >= settings.RLMESH_SHARD_MAX_ATTEMPTS:
-            _fail_lost_shard(shard)
-        elif _requeue_lost_shard(shard):
-            sent.append(shard.pk)
-    return sent
+def fail_stalled_evaluation(evaluation: Evaluation, reason: str) -> bool:
+    """End an active evaluation that stopped making progress: queued shards are cancelled, running ones failed (their
+    worker stops at the next episode), the evaluation fails with ``reason``. Conditional on its status."""
+    now = timezone.now()
+    with transaction.atomic():
+        Shard.objects.filter(evaluation=evaluation, status=ShardStatus.QUEUED).update(status=ShardStatus.CANCELLED, finished_at=now)
+        Shard.objects.filter(evaluation=evaluation, status=ShardStatus.RUNNING).update(
+            status=ShardStatus.FAILED, finished_at=now, error=reason)
+        done = Evaluation.objects.filter(pk=evaluation.pk, status=evaluation.status).update(
+            status=EvaluationStatus.FAILED, error_message=reason, finished_at=now, updated_at=now)
+        if done:
+            log(evaluation, f"failed: {reason}", level=LogLevel.ERROR)
+    return bool(done)
 
 
 def log(evaluation: Evaluation, message: str, *, level: str = LogLevel.INFO, source: str = "platform", shard: Shard | None = None) -> None:
@@ -271,17 +238,27 @@ def log(evaluation: Evaluation, message: str, *, level: str = LogLevel.INFO, sou
     logger.log({"info": logging.INFO, "warning": logging.WARNING}.get(level, logging.ERROR), "%s: %s", evaluation.public_id, message)
 
 
+@survives_restarts
 def heartbeat(shard: Shard) -> None:
     """Mark a running shard alive now (the reaper leaves it alone for another heartbeat timeout)."""
     Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING).update(heartbeat_at=timezone.now())
 
 
+@survives_restarts
 def is_stopping(evaluation_id: int) -> bool:
     """Whether the evaluation is being cancelled (or was), checked by the shard loop between episodes."""
     status = Evaluation.objects.filter(pk=evaluation_id).values_list("status", flat=True).first()
     return status in (EvaluationStatus.CANCELLING, EvaluationStatus.CANCELLED)
 
 
+@survives_restarts
+def still_claimed(shard: Shard) -> bool:
+    """Whether this process still holds the shard (the reaper may have given it to another worker while this one
+    was stopped or cut off); checked by the shard loop between episodes."""
+    return Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, claimed_by=shard.claimed_by).exists()
+
+
+@survives_restarts
 def end_shard(shard: Shard, status: str, error: str = "") -> bool:
     """Move the shard from ``running`` to its final ``status``, only if this process still holds it (a shard the
     reaper gave to another worker is not overwritten); True if it did."""

@@ -16,7 +16,10 @@ from django.utils import timezone
 
 from ..choices import LogLevel, ShardStatus
 from ..models import Episode, Shard
-from .lifecycle import claim_shard, end_shard, finalize_evaluation, heartbeat, is_stopping, log, record_episode
+from . import workers
+from .lifecycle import (
+    claim_shard, end_shard, finalize_evaluation, heartbeat, is_stopping, log, record_episode, still_claimed,
+)
 from .runner import ShardRunner
 
 __all__ = ["run_shard"]
@@ -61,10 +64,17 @@ def _wall_cap(runner: ShardRunner) -> float | None:
     return min(runner.episode_timeout, remaining) if remaining > 0 else None
 
 
+#: What ``_run_episodes`` returns when the reaper gave the shard to another worker meanwhile.
+LOST = "lost"
+
+
 def _run_episodes(shard: Shard, runner: ShardRunner, todo: list[int]) -> tuple[str, str]:
-    """Run and record each episode of ``todo``; return the shard's final ``(status, error)``."""
+    """Run and record each episode of ``todo``; return the shard's final ``(status, error)``, or ``(LOST, "")`` when
+    this process no longer holds the shard (it was stopped or cut off long enough for the reaper to re-queue it)."""
     evaluation = shard.evaluation
     for index in todo:
+        if not still_claimed(shard):
+            return LOST, ""
         if is_stopping(evaluation.pk):
             return ShardStatus.CANCELLED, ""
         wall_cap = _wall_cap(runner)
@@ -101,6 +111,7 @@ def run_shard(shard_id: int) -> str | None:
     runner = ShardRunner(shard)
     beat = _Heartbeat(shard)
     beat.start()
+    workers.mark(busy=True)
     try:
         status, error = _run_episodes(shard, runner, todo)
     except Exception as exc:  # noqa: BLE001 - a bug here must still end the shard and free its servers
@@ -110,6 +121,12 @@ def run_shard(shard_id: int) -> str | None:
     finally:
         beat.stopped.set()
         runner.close()
+        workers.mark(busy=False)
+    if status == LOST:
+        # Another worker holds it now: its episodes so far are kept, and the new owner ends the shard.
+        log(evaluation, f"shard {shard.index}: {shard.claimed_by} lost its claim (re-queued while it was unreachable); "
+            "it stops and leaves the shard to its new worker", level=LogLevel.WARNING, shard=shard)
+        return None
     end_shard(shard, status, error)
     finalize_evaluation(evaluation.pk)
     return status

@@ -128,7 +128,7 @@ class DockerRuntime(RuntimeBackend):
         if spec.kind == "env" and unix_env_leg():
             # The env leg over a unix socket in a host directory shared with the container: no TCP stall on
             # image observations (bench/bench_image_obs.py: 3.3x), and the env container gets no network at all.
-            sock_dir = tempfile.mkdtemp(prefix="rlm-c-")
+            sock_dir = tempfile.mkdtemp(prefix=f"rlm-c-{os.getpid()}-")
             os.chmod(sock_dir, 0o777)  # the server runs as uid 10001 and creates the socket here
             environment["RLMESH_ADDRESS"] = f"unix://{CONTAINER_SOCK_DIR}/env.sock"
             for key in ("ports", "network", "dns"):

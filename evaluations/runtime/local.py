@@ -25,6 +25,8 @@ from django.conf import settings
 from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections
 
 _PR_SET_PDEATHSIG = 1
+#: Socket directories are named ``rlm-<pid of the worker process>-…`` so the reaper can tell whose they are.
+SOCKET_DIR_PREFIX = "rlm-"
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -113,7 +115,7 @@ class LocalRuntime(RuntimeBackend):
         sock_dir = None
         if spec.kind == "env":
             # Unix socket paths are limited to ~107 bytes, so they live in a short temp dir.
-            sock_dir = tempfile.mkdtemp(prefix="rlm-")
+            sock_dir = tempfile.mkdtemp(prefix=f"{SOCKET_DIR_PREFIX}{os.getpid()}-")
             address = f"unix://{sock_dir}/env.sock"
             argv = ["--env", target]
         else:

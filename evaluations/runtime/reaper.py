@@ -4,6 +4,10 @@ owns (a worker killed mid-shard cannot remove its own)."""
 from __future__ import annotations
 
 import logging
+import os
+import re
+import shutil
+import tempfile
 from pathlib import Path
 
 from django.conf import settings
@@ -11,7 +15,7 @@ from django.conf import settings
 from ..choices import ProbeStatus, ShardStatus
 from ..models import ImageVersion, Shard
 
-__all__ = ["live_server_names", "reap_containers"]
+__all__ = ["live_server_names", "reap_containers", "reap_socket_dirs"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,3 +46,30 @@ def reap_containers() -> list[str]:
     except Exception:  # noqa: BLE001 - see the docstring
         logger.warning("container reaper could not reach the Docker API at %s", host)
         return []
+
+
+_SOCKET_DIR = re.compile(r"^rlm-(?:c-)?(\d+)-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_socket_dirs(root: str | None = None) -> list[str]:
+    """Remove this host's server socket directories (``rlm-<pid>-…`` of the local runtime, ``rlm-c-<pid>-…`` shared
+    with env containers) whose worker process no longer exists — a killed worker cannot remove its own. Returns the
+    paths removed. ``root`` defaults to the temp directory."""
+    root = root or tempfile.gettempdir()
+    removed = []
+    for entry in os.scandir(root):
+        match = _SOCKET_DIR.match(entry.name)
+        if match and entry.is_dir(follow_symlinks=False) and not _alive(int(match[1])):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
