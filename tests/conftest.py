@@ -90,3 +90,40 @@ def live(tmp_path_factory):
         yield platform.start()
     finally:
         platform.stop()
+
+
+@pytest.fixture(scope="session")
+def live_pg(tmp_path_factory):
+    """The same platform as deployed at scale: PostgreSQL and Redis (started here on private ports), gunicorn, three
+    Celery workers standing for three hosts (``host-a``…``host-c``) and one beat."""
+    from tests.support.live import LivePlatform
+    from tests.support.services import PostgresServer, RedisServer, services_available
+
+    problem = services_available()
+    if problem:
+        pytest.fail(problem)
+    root = tmp_path_factory.mktemp("live-pg")
+    postgres = PostgresServer(root / "postgres").start()
+    redis = RedisServer(root / "redis").start()
+    platform = LivePlatform(root / "var", DATABASE_URL=postgres.url, CELERY_BROKER_URL=redis.url)
+    platform.postgres, platform.redis = postgres, redis
+    try:
+        platform.manage("migrate", "-v0")
+        import json
+
+        platform.api_key = json.loads(platform.manage("seed_demo"))["apiKey"]
+        platform.start_web()
+        for host in ("host-a", "host-b", "host-c"):
+            platform.start_worker(hostname=host)
+        platform.start_beat()
+        yield platform
+    finally:
+        platform.stop()
+        redis.stop()
+        postgres.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def platform(request):
+    """An end-to-end test runs on both setups: the embedded default and PostgreSQL + Redis with three workers."""
+    return request.getfixturevalue("live" if request.param == "sqlite" else "live_pg")

@@ -192,7 +192,7 @@ def test_reaper_requeues_shards_of_dead_workers_and_fails_after_max_attempts(
         status="running", claimed_by=workers.worker_identity(), heartbeat_at=timezone.now(), attempts=1
     )
     assert reaper.reap_shards() == []
-    # A claim by a process with no liveness record (killed, on any host) is re-queued at once, sent on commit.
+    # A claim by a process with no liveness record (killed, on another host) is re-queued at once, sent on commit.
     Shard.objects.filter(pk=shard.pk).update(claimed_by="another-host:4242")
     with django_capture_on_commit_callbacks(execute=True):
         assert reaper.reap_shards() == [shard.pk]
@@ -342,3 +342,18 @@ def test_a_process_that_never_imported_the_tasks_can_send_them(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "RLMESH_VAR_DIR": str(tmp_path)}, check=True).stdout.split()
     assert out == ["evaluations.run_shard", "shards", "maintenance"]
+
+
+def test_a_dead_process_of_this_host_is_known_at_once_despite_a_fresh_liveness_record(tenant_a, monkeypatch, settings):
+    import subprocess
+
+    monkeypatch.setattr("evaluations.runs.dispatch._send", lambda name, shard_id: None)
+    evaluation = create(tenant_a, cartpole_request())
+    (shard,) = Shard.objects.filter(evaluation=evaluation)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    identity = f"{settings.RLMESH_HOSTNAME}:{dead.pid}"
+    WorkerProcess.objects.create(identity=identity, hostname=settings.RLMESH_HOSTNAME, pid=dead.pid)  # seen just now
+    Shard.objects.filter(pk=shard.pk).update(status="running", claimed_by=identity, heartbeat_at=timezone.now(), attempts=1)
+    assert reaper.reap_shards() == [shard.pk]
+    assert "exited" in evaluation.logs.last().message

@@ -11,9 +11,9 @@ is alive but whose shard loop hung).
 from __future__ import annotations
 
 import logging
+import os
 
 from django.conf import settings
-from django.db.models import Q
 from django.utils import timezone
 
 from ..choices import ShardStatus
@@ -31,8 +31,25 @@ def _ago(seconds: float):
     return timezone.now() - timezone.timedelta(seconds=seconds)
 
 
+def _pid_gone(identity: str) -> bool:
+    """Whether ``host:pid`` names a process of this host that no longer exists (known at once, without waiting for
+    its liveness record to go stale)."""
+    host, _, pid = identity.rpartition(":")
+    if host != settings.RLMESH_HOSTNAME or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def _lost_reason(shard: Shard, live: set[str], stale_before) -> str | None:
     """Why a running shard's worker counts as lost, or None while it is fine."""
+    if _pid_gone(shard.claimed_by):
+        return "exited (its process is gone from this host)"
     if shard.claimed_by not in live:
         return "stopped answering (no liveness record within the timeout)"
     if shard.heartbeat_at is None or shard.heartbeat_at < stale_before:
@@ -78,9 +95,7 @@ def reap_shards() -> list[int]:
     live = live_identities()
     stale_before = _ago(settings.RLMESH_SHARD_HEARTBEAT_TIMEOUT)
     sent = resend_lost_messages()
-    running = Shard.objects.filter(status=ShardStatus.RUNNING).filter(
-        ~Q(claimed_by__in=live) | Q(heartbeat_at__lt=stale_before) | Q(heartbeat_at__isnull=True))
-    for shard in running.select_related("evaluation", "workload"):
+    for shard in Shard.objects.filter(status=ShardStatus.RUNNING).select_related("evaluation", "workload"):
         reason = _lost_reason(shard, live, stale_before)
         if reason is None:
             continue

@@ -96,15 +96,19 @@ class LivePlatform:
         finally:
             conn.close()
 
-    def start_worker(self) -> subprocess.Popen:
+    def start_worker(self, hostname: str | None = None, concurrency: int | None = None) -> subprocess.Popen:
+        """A Celery worker on both queues; ``hostname`` stands for a separate host (``RLMESH_HOSTNAME``: its shards
+        are claimed as ``<hostname>:<pid>``); concurrency defaults to the host's cores, as deployed."""
         self.worker_count += 1
         log = open(self.var / f"worker{self.worker_count}.log", "ab")
+        env = {**self.env, **({"RLMESH_HOSTNAME": hostname} if hostname else {})}
         proc = subprocess.Popen(
-            [str(BIN / "celery"), "-A", "rlmesh_site", "worker", "-Q", "shards,maintenance", "-c", "2",
-             "-n", f"live{self.worker_count}@%h", "-l", "info"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [str(BIN / "celery"), "-A", "rlmesh_site", "worker", "-Q", "shards,maintenance",
+             *(["-c", str(concurrency)] if concurrency else []),
+             "-n", f"live{self.worker_count}@{hostname or '%h'}", "-l", "info"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
-        self.procs["worker"] = proc
+        self.procs["worker"] = self.procs[f"worker{self.worker_count}"] = proc
         logfile = self.var / f"worker{self.worker_count}.log"
         deadline = time.monotonic() + 60
         while b" ready." not in logfile.read_bytes():
@@ -113,8 +117,36 @@ class LivePlatform:
             time.sleep(0.2)
         return proc
 
-    def kill_worker(self) -> None:
-        proc = self.procs.pop("worker")
+    def start_beat(self) -> subprocess.Popen:
+        """The one ``celery beat`` of the deployment (the periodic reaper)."""
+        log = open(self.var / "beat.log", "ab")
+        self.procs["beat"] = subprocess.Popen(
+            [str(BIN / "celery"), "-A", "rlmesh_site", "beat", "-l", "info", "-s", str(self.var / "celerybeat-schedule")],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        return self.procs["beat"]
+
+    def worker_of_servers(self) -> str:
+        """The name (in ``procs``) of the worker whose pool runs an ``rlmesh.serve`` server right now: servers are
+        children of a pool process, which shares its worker's process group."""
+        pids = subprocess.run(["pgrep", "-f", "rlmesh.serve"], capture_output=True, text=True).stdout.split()
+        groups = set()
+        for pid in pids:
+            try:
+                parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                groups.add(os.getpgid(parent))
+            except (OSError, ValueError, IndexError):
+                continue
+        for name, proc in self.procs.items():
+            if name.startswith("worker") and name != "worker" and proc.pid in groups:
+                return name
+        raise LookupError("no worker of this platform runs a server")
+
+    def kill_worker(self, name: str = "worker") -> None:
+        """SIGKILL a worker's whole process group (main process and pool)."""
+        proc = self.procs.pop(name)
+        for key in [k for k, p in self.procs.items() if p is proc]:
+            self.procs.pop(key)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
 
@@ -129,7 +161,7 @@ class LivePlatform:
                               text=True, timeout=timeout)
 
     def stop(self) -> None:
-        for proc in self.procs.values():
+        for proc in {id(p): p for p in self.procs.values()}.values():
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(timeout=3)
