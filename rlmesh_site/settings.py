@@ -286,10 +286,14 @@ CELERY_RESULT_BACKEND = None
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Shards are sized to finish well inside this (Redis re-delivers unacked messages after it).
 CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)} if CELERY_BROKER_URL.startswith("redis")
-    # The database transport polls: 0.1 s instead of kombu's 1 s (submit → first step ≤ 1 s; an idle poll is cheap).
-    else {"polling_interval": env_float("CELERY_BROKER_POLLING_INTERVAL", 0.1)}
+    {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)} if CELERY_BROKER_URL.startswith("redis") else {}
 )
+#: The database broker polls its table this often (seconds; kombu's default is 1 s): submit → first step stays ≤ 1 s.
+CELERY_BROKER_POLLING_INTERVAL = env_float("CELERY_BROKER_POLLING_INTERVAL", 0.1)
+if CELERY_BROKER_URL.startswith("sqla+"):
+    # evaluations.broker.DatabaseTransport is kombu's SQLAlchemy transport with that polling interval.
+    CELERY_BROKER_URL = CELERY_BROKER_URL.removeprefix("sqla+")
+    CELERY_BROKER_TRANSPORT = "evaluations.broker:DatabaseTransport"
 # Each task declares its queue (evaluations/tasks.py); workers consume them with -Q shards,maintenance.
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

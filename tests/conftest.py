@@ -103,7 +103,7 @@ def live_pg(tmp_path_factory):
     if problem:
         pytest.fail(problem)
     root = tmp_path_factory.mktemp("live-pg")
-    postgres = PostgresServer(root / "postgres").start()
+    postgres = PostgresServer().start()
     redis = RedisServer(root / "redis").start()
     platform = LivePlatform(root / "var", DATABASE_URL=postgres.url, CELERY_BROKER_URL=redis.url)
     platform.postgres, platform.redis = postgres, redis

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import uuid
 
@@ -132,14 +133,14 @@ def test_killing_the_worker_mid_shard_loses_and_duplicates_nothing(platform):
     r = platform.cli("eval", "submit", "-", stdin=json.dumps(request))
     eval_id = r.stdout.split("Submitted ")[1].split()[0]
     wait_for(lambda: platform.api(f"/v1/evaluations/{eval_id}")["progress"]["completedEpisodes"] >= 3, interval=0.2)
-    servers = set(subprocess.run(["pgrep", "-f", "rlmesh.serve"], capture_output=True, text=True).stdout.split())
-    assert servers, "the shard's env and model servers should be running"
     victim = platform.worker_of_servers()
+    servers = platform.servers_of()[victim]
+    assert servers, "the shard's env and model servers should be running"
     platform.kill_worker(victim)  # SIGKILL the whole worker that runs the shard: main process and pool
     done_at_kill = platform.api(f"/v1/evaluations/{eval_id}")["progress"]["completedEpisodes"]
     assert done_at_kill < 12
     # PDEATHSIG takes the episode loop's servers down with the worker: nothing is left running.
-    wait_for(lambda: not servers & set(subprocess.run(["pgrep", "-f", "rlmesh.serve"], capture_output=True, text=True).stdout.split()), timeout=10)
+    wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in servers), timeout=10)
     platform.start_worker(hostname="host-restarted" if hasattr(platform, "redis") else None)  # its start-up reaper re-queues the dead worker's shard
     final = wait_for(lambda: (e := platform.api(f"/v1/evaluations/{eval_id}"))["status"] in ("completed", "failed") and e, timeout=300)
     assert final["status"] == "completed", final

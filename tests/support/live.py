@@ -126,21 +126,29 @@ class LivePlatform:
         )
         return self.procs["beat"]
 
-    def worker_of_servers(self) -> str:
-        """The name (in ``procs``) of the worker whose pool runs an ``rlmesh.serve`` server right now: servers are
-        children of a pool process, which shares its worker's process group."""
+    def servers_of(self) -> dict[str, set[int]]:
+        """``{worker name: pids of the rlmesh.serve servers its pool runs}`` for this platform's workers: servers are
+        children of a pool process, which shares its worker's process group (other platforms on the machine are
+        left out)."""
         pids = subprocess.run(["pgrep", "-f", "rlmesh.serve"], capture_output=True, text=True).stdout.split()
-        groups = set()
+        workers = {proc.pid: name for name, proc in self.procs.items() if name.startswith("worker") and name != "worker"}
+        found: dict[str, set[int]] = {}
         for pid in pids:
             try:
                 parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                groups.add(os.getpgid(parent))
+                group = os.getpgid(parent)
             except (OSError, ValueError, IndexError):
                 continue
-        for name, proc in self.procs.items():
-            if name.startswith("worker") and name != "worker" and proc.pid in groups:
-                return name
-        raise LookupError("no worker of this platform runs a server")
+            if group in workers:
+                found.setdefault(workers[group], set()).add(int(pid))
+        return found
+
+    def worker_of_servers(self) -> str:
+        """The name (in ``procs``) of the worker whose pool runs an ``rlmesh.serve`` server right now."""
+        found = self.servers_of()
+        if not found:
+            raise LookupError("no worker of this platform runs a server")
+        return next(iter(found))
 
     def kill_worker(self, name: str = "worker") -> None:
         """SIGKILL a worker's whole process group (main process and pool)."""

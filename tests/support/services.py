@@ -8,6 +8,7 @@ import glob
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,10 +37,11 @@ def services_available() -> str | None:
 class PostgresServer:
     """A throwaway PostgreSQL cluster: ``url`` is its DATABASE_URL; ``restart()`` is ``pg_ctl restart -m fast``."""
 
-    def __init__(self, root: Path):
+    def __init__(self):
         self.bin = _pg_bin()
-        self.root = root
-        self.data = root / "pgdata"
+        # Its own temp dir: pytest's are private to root (0700), and the cluster runs as ``postgres``.
+        self.root = Path(tempfile.mkdtemp(prefix="rlmesh-pg-"))
+        self.data = self.root / "pgdata"
         self.port = free_port()
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/rlmesh"
 
@@ -53,7 +55,6 @@ class PostgresServer:
                           "-w", *extra, action)
 
     def start(self) -> PostgresServer:
-        self.root.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres")
         if not self.data.exists():
@@ -68,6 +69,7 @@ class PostgresServer:
 
     def stop(self) -> None:
         self._ctl("stop", "-m", "immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 class RedisServer:
