@@ -14,7 +14,6 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
@@ -23,7 +22,8 @@ from ..models import Membership
 from ..services.identity import SessionAuth
 from ..services.probes import queue_probe
 from ..services.registry import authenticate_basic, issue_token, record_push
-from .base import ERRORS, OrgScopedView
+from .base import OrgScopedView
+from .serializers import RegistryInfoSerializer, errors
 
 __all__ = ["RegistryInfoView", "registry_events", "registry_token"]
 
@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 
 class RegistryInfoView(OrgScopedView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Where to push images, and into which namespaces")
+    @extend_schema(responses={200: RegistryInfoSerializer, **errors(401)}, summary="Where to push images, and into which namespaces")
     def get(self, request):
         role = self.role
         if isinstance(request.auth, SessionAuth):
