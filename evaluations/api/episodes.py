@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
@@ -73,7 +73,11 @@ class LogListView(OrgScopedView):
 
 class EpisodeVideoView(OrgScopedView):
     @extend_schema(
-        parameters=[OpenApiParameter("Range", str, OpenApiParameter.HEADER, description="bytes=start-end, bytes=start- or bytes=-suffix")],
+        parameters=[OpenApiParameter(
+            "Range", str, OpenApiParameter.HEADER, description="bytes=start-end, bytes=start- or bytes=-suffix",
+            examples=[OpenApiExample("the first KiB", "bytes=0-1023"), OpenApiExample("the last 100 bytes", "bytes=-100"),
+                      OpenApiExample("past the end", "bytes=1000000000-")],
+        )],
         responses={(200, "video/mp4"): OpenApiTypes.BINARY, (206, "video/mp4"): OpenApiTypes.BINARY,
                    **errors(401, 404, 416, _404="No such evaluation, or the episode has no video.")},
         summary="The episode's H.264 MP4 (when its task recorded it); honours Range requests",
