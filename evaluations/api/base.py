@@ -22,6 +22,8 @@ class OrgScopedView(APIView):
 
     def get_evaluation(self, public_id: str, queryset=None) -> Evaluation:
         """The organization's evaluation with this id; another organization's is simply not found (404)."""
+        if "\x00" in public_id:  # no id holds one, and PostgreSQL refuses to compare text with it
+            raise NotFound(f"evaluation {public_id} not found")
         qs = queryset if queryset is not None else Evaluation.objects.select_related("creator")
         evaluation = qs.for_org(self.organization).filter(public_id=public_id).first()
         if evaluation is None:

@@ -61,10 +61,12 @@ class EvaluationImportView(OrgScopedView):
         name = request.query_params.get("name", "") if raw_upload else data.get("name", "")
         if bundle is None:
             raise RequestInvalid([{"path": "bundle", "message": "is required: send the .zip as the multipart field bundle, or as an application/zip body"}])
-        if len(str(name)) > 200:
+        bad_name = ("at most 200 characters (as for submitted evaluations)" if len(str(name)) > 200
+                    else "Null characters are not allowed." if "\x00" in str(name) else None)
+        if bad_name:
             if raw_upload:
                 bundle.close()
-            raise RequestInvalid([{"path": "name", "message": "at most 200 characters (as for submitted evaluations)"}])
+            raise RequestInvalid([{"path": "name", "message": bad_name}])
         try:
             evaluation = import_bundle(
                 bundle, organization=self.organization, user=request.user, name=str(name),

@@ -70,8 +70,13 @@ def parse_request_body(body: bytes) -> dict:
     return data
 
 
+#: Django's own wording (the serializers' text fields say it too). PostgreSQL cannot store \u0000 in text or jsonb.
+_NUL = "Null characters are not allowed."
+
+
 def check_json_values(data) -> dict | None:
-    """First problem in a parsed JSON value (too deep, or a string/key that is not valid Unicode), or None."""
+    """First problem in a parsed JSON value (too deep, or a string/key that is not valid Unicode or holds a NUL, which
+    PostgreSQL cannot store in text or jsonb), or None."""
     stack = [(data, "", 0)]
     while stack:
         value, path, depth = stack.pop()
@@ -82,12 +87,16 @@ def check_json_values(data) -> dict | None:
                 value.encode("utf-8")
             except UnicodeEncodeError:
                 return {"path": path or "$", "message": "contains an unpaired surrogate (not valid Unicode)"}
+            if "\x00" in value:
+                return {"path": path or "$", "message": _NUL}
         elif isinstance(value, dict):
             for key, item in value.items():
                 try:
                     key.encode("utf-8")
                 except UnicodeEncodeError:
                     return {"path": path or "$", "message": "has a key with an unpaired surrogate (not valid Unicode)"}
+                if "\x00" in key:
+                    return {"path": path or "$", "message": "has a key with a null character: " + _NUL}
                 stack.append((item, f"{path}.{key}" if path else key, depth + 1))
         elif isinstance(value, list):
             stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value))
