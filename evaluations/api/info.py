@@ -8,7 +8,7 @@ from rest_framework import permissions
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .serializers import InfoSerializer
+from .serializers import InfoSerializer, errors
 
 __all__ = ["InfoView"]
 
@@ -19,7 +19,7 @@ class InfoView(APIView):
     authentication_classes: list = []
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(responses={200: InfoSerializer}, summary="Platform discovery")
+    @extend_schema(responses={200: InfoSerializer, **errors()}, summary="Platform discovery")
     def get(self, request):
         return Response(
             {

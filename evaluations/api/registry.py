@@ -43,6 +43,10 @@ class RegistryInfoView(OrgScopedView):
         return Response({"host": settings.RLMESH_REGISTRY_HOST, "namespaces": namespaces})
 
 
+# ``registry_token`` and ``registry_events`` are deliberately outside /v1/schema: the registry calls them, not the
+# platform's clients, and they speak its protocol (HTTP Basic in, Docker token JSON and ``{"errors": [...]}`` out),
+# which the /v1 envelope and bearer auth do not describe. Plain Django views, so drf-spectacular never lists them.
+
 
 def _unauthorized(message: str) -> JsonResponse:
     body = {"errors": [{"code": "UNAUTHORIZED", "message": message}], "error": {"code": "unauthenticated", "message": message, "details": []}}

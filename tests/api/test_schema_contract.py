@@ -45,6 +45,7 @@ def test_every_error_is_the_envelope_and_every_authenticated_operation_may_be_a_
         for code, response in errors.items():
             assert response["content"]["application/json"]["schema"]["$ref"].endswith("/Error"), (path, code)
             assert response["description"], (path, code)
+        assert "406" in errors, f"{method.upper()} {path}"  # content negotiation comes first, everywhere
         if path != "/v1/info":
             assert "401" in errors, f"{method.upper()} {path}"
 
@@ -57,6 +58,12 @@ def test_the_version_route_has_its_own_path_and_pattern(schema):
     reference = next(p for p in schema["paths"]["/v1/images/{reference}"]["get"]["parameters"] if p["name"] == "reference")
     assert "sha256" not in reference["schema"].get("pattern", "")
     assert "delete" not in schema["paths"]["/v1/images/{reference}"]
+
+
+def test_an_accept_header_without_json_is_a_406_in_the_envelope(api, client):
+    for c, path in [(client, "/v1/info"), (api, "/v1/me"), (api, "/v1/evaluations")]:
+        r = c.get(path, HTTP_ACCEPT="text/html")
+        assert r.status_code == 406 and r.json()["error"]["code"] == "not_acceptable", path
 
 
 def test_the_registry_protocol_endpoints_are_not_in_the_schema(schema):
