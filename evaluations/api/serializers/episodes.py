@@ -10,7 +10,7 @@ from ...choices import EpisodeStatus, LogLevel, StopCondition, SuccessSource
 __all__ = ["EpisodePageSerializer", "EpisodeSerializer", "LogPageSerializer"]
 
 
-class _VideoSerializer(serializers.Serializer):
+class EpisodeVideoSerializer(serializers.Serializer):
     """The recording's URL and whatever the recorder measured (each key only when known)."""
 
     url = serializers.CharField(help_text="GET it (Range requests honoured): /v1/evaluations/{id}/episodes/{episode}/video")
@@ -42,7 +42,7 @@ class EpisodeSerializer(serializers.Serializer):
     stopCondition = serializers.ChoiceField(StopCondition.choices)  # noqa: N815
     error = serializers.CharField(allow_null=True)
     perturbation = serializers.DictField(allow_null=True, help_text="the perturbation applied to this episode, if any")
-    video = _VideoSerializer(allow_null=True)
+    video = EpisodeVideoSerializer(allow_null=True)
     wallMs = serializers.FloatField(allow_null=True)  # noqa: N815
     predictMs = serializers.FloatField(allow_null=True, help_text="mean per-step model predict latency")  # noqa: N815
     stepMs = serializers.FloatField(allow_null=True, help_text="mean per-step env step latency")  # noqa: N815
@@ -55,7 +55,7 @@ class EpisodePageSerializer(serializers.Serializer):
     nextCursor = serializers.CharField(allow_null=True, help_text="pass as ?cursor= for the next page; null on the last")  # noqa: N815
 
 
-class _LogLineSerializer(serializers.Serializer):
+class LogLineSerializer(serializers.Serializer):
     at = serializers.DateTimeField()
     level = serializers.ChoiceField(LogLevel.choices)
     source = serializers.CharField(help_text="worker, runtime, … (may be empty)")
@@ -63,5 +63,5 @@ class _LogLineSerializer(serializers.Serializer):
 
 
 class LogPageSerializer(serializers.Serializer):
-    items = _LogLineSerializer(many=True, help_text="oldest first")
+    items = LogLineSerializer(many=True, help_text="oldest first")
     nextCursor = serializers.CharField(allow_null=True, help_text="pass as ?cursor= for the next page; null on the last")  # noqa: N815

@@ -22,7 +22,7 @@ class ProgressSerializer(serializers.Serializer):
     erroredEpisodes = serializers.IntegerField(source="errored_episodes")  # noqa: N815
 
 
-class _ErrorMessageSerializer(serializers.Serializer):
+class EvaluationErrorSerializer(serializers.Serializer):
     message = serializers.CharField(help_text="why the evaluation failed")
 
 
@@ -44,7 +44,7 @@ class EvaluationSerializer(serializers.Serializer):
     finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)  # noqa: N815
     dashboardUrl = serializers.SerializerMethodField()  # noqa: N815
 
-    @extend_schema_field(_ErrorMessageSerializer(allow_null=True))
+    @extend_schema_field(EvaluationErrorSerializer(allow_null=True))
     def get_error(self, obj) -> dict | None:
         return {"message": obj.error_message} if obj.error_message else None
 
@@ -95,7 +95,7 @@ class EvaluationPageSerializer(serializers.Serializer):
 
 
 # ------------------------------------------------------------------ preview
-class _PreviewWorkloadSerializer(serializers.Serializer):
+class PreviewWorkloadSerializer(serializers.Serializer):
     model = serializers.CharField(help_text="the model reference as requested")
     env = serializers.CharField()
     taskId = serializers.CharField()  # noqa: N815
@@ -106,7 +106,7 @@ class _PreviewWorkloadSerializer(serializers.Serializer):
                                   help_text="[first, last] episode seed")
 
 
-class _EstimatesSerializer(serializers.Serializer):
+class PreviewEstimatesSerializer(serializers.Serializer):
     episodes = serializers.IntegerField()
     workloads = serializers.IntegerField()
     shards = serializers.IntegerField()
@@ -115,7 +115,7 @@ class _EstimatesSerializer(serializers.Serializer):
     estimatedSecondsUpperBound = serializers.FloatField()  # noqa: N815
 
 
-class _ConfigModelSerializer(serializers.Serializer):
+class EffectiveConfigModelSerializer(serializers.Serializer):
     model = serializers.CharField()
     repository = serializers.CharField()
     checkpoint = serializers.CharField(allow_null=True)
@@ -124,7 +124,7 @@ class _ConfigModelSerializer(serializers.Serializer):
     envVars = serializers.DictField(child=serializers.CharField())  # noqa: N815
 
 
-class _ConfigTaskSerializer(serializers.Serializer):
+class EffectiveConfigTaskSerializer(serializers.Serializer):
     env = serializers.CharField()
     repository = serializers.CharField()
     digest = serializers.CharField()
@@ -141,7 +141,7 @@ class _ConfigTaskSerializer(serializers.Serializer):
     record = serializers.CharField()
 
 
-class _RuntimeSerializer(serializers.Serializer):
+class EffectiveConfigRuntimeSerializer(serializers.Serializer):
     rlmesh = serializers.CharField()
     workflowEdition = serializers.CharField()  # noqa: N815
 
@@ -149,17 +149,17 @@ class _RuntimeSerializer(serializers.Serializer):
 class EffectiveConfigSerializer(serializers.Serializer):
     """What a submitted evaluation records as its config: resolved digests, defaults, seeds and timeouts."""
 
-    models = _ConfigModelSerializer(many=True)
-    tasks = _ConfigTaskSerializer(many=True)
+    models = EffectiveConfigModelSerializer(many=True)
+    tasks = EffectiveConfigTaskSerializer(many=True)
     timeoutSeconds = serializers.FloatField(allow_null=True)  # noqa: N815
     episodeTimeoutSeconds = serializers.FloatField()  # noqa: N815
     requestTimeoutSeconds = serializers.FloatField()  # noqa: N815
-    runtime = _RuntimeSerializer()
+    runtime = EffectiveConfigRuntimeSerializer()
 
 
 class PreviewSerializer(serializers.Serializer):
     valid = serializers.BooleanField()
     warnings = serializers.ListField(child=serializers.CharField())
-    workloads = _PreviewWorkloadSerializer(many=True, help_text="one per model × task; the CLI prints how many")
-    estimates = _EstimatesSerializer()
+    workloads = PreviewWorkloadSerializer(many=True, help_text="one per model × task; the CLI prints how many")
+    estimates = PreviewEstimatesSerializer()
     config = EffectiveConfigSerializer()

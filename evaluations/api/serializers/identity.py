@@ -11,18 +11,18 @@ from ...choices import Role
 __all__ = ["InfoSerializer", "MeSerializer", "MyOrganizationsSerializer", "OrganizationSerializer", "RegistryInfoSerializer"]
 
 
-class _CliClientSerializer(serializers.Serializer):
+class InfoCliClientSerializer(serializers.Serializer):
     clientId = serializers.CharField(help_text="OAuth public client id the CLI sends as client_id")  # noqa: N815
 
 
-class _AuthSerializer(serializers.Serializer):
-    cli = _CliClientSerializer()
+class InfoAuthSerializer(serializers.Serializer):
+    cli = InfoCliClientSerializer()
     deviceAuthorizationEndpoint = serializers.URLField(help_text="RFC 8628 device authorization")  # noqa: N815
     tokenEndpoint = serializers.URLField(help_text="device-code and refresh grants")  # noqa: N815
     issuer = serializers.URLField()
 
 
-class _UrlsSerializer(serializers.Serializer):
+class InfoUrlsSerializer(serializers.Serializer):
     dashboard = serializers.URLField(help_text="no trailing slash: the CLI appends /evaluations/<id>")
     api = serializers.URLField()
     docs = serializers.URLField()
@@ -35,8 +35,8 @@ class InfoSerializer(serializers.Serializer):
     version = serializers.CharField()
     rlmesh = serializers.CharField(help_text="the rlmesh version the platform speaks")
     workflowEditions = serializers.ListField(child=serializers.CharField())  # noqa: N815
-    auth = _AuthSerializer()
-    urls = _UrlsSerializer()
+    auth = InfoAuthSerializer()
+    urls = InfoUrlsSerializer()
 
 
 class OrganizationSerializer(serializers.Serializer):
@@ -46,14 +46,14 @@ class OrganizationSerializer(serializers.Serializer):
     registryNamespace = serializers.CharField(help_text="the organization's namespace in the registry")  # noqa: N815
 
 
-class _SubjectSerializer(serializers.Serializer):
+class MeSubjectSerializer(serializers.Serializer):
     id = serializers.CharField(help_text="user_<id>; the docker username of the credential helper")
     email = serializers.CharField(allow_blank=True)
     displayName = serializers.CharField(allow_blank=True)  # noqa: N815
 
 
 class MeSerializer(serializers.Serializer):
-    subject = _SubjectSerializer()
+    subject = MeSubjectSerializer()
     organization = OrganizationSerializer()
     role = serializers.ChoiceField(choices=Role.choices,
                                    help_text="effective role (an API key's is capped by its creator's)")
@@ -62,13 +62,13 @@ class MeSerializer(serializers.Serializer):
     apiKey = serializers.CharField(required=False, help_text="rlm_<prefix>… (API keys only)")  # noqa: N815
 
 
-class _MembershipSerializer(OrganizationSerializer):
+class OrganizationMembershipSerializer(OrganizationSerializer):
     active = serializers.BooleanField(help_text="the organization the credential acts in (required by the CLI)")
     role = serializers.ChoiceField(choices=Role.choices)
 
 
 class MyOrganizationsSerializer(serializers.Serializer):
-    organizations = _MembershipSerializer(many=True, help_text="a session's memberships; an API key's one organization")
+    organizations = OrganizationMembershipSerializer(many=True, help_text="a session's memberships; an API key's one organization")
 
 
 class RegistryInfoSerializer(serializers.Serializer):

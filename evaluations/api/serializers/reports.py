@@ -14,7 +14,7 @@ def _interval(**kwargs) -> serializers.ListField:
     return serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2, **kwargs)
 
 
-class _GroupKeySerializer(serializers.Serializer):
+class ScoreGroupKeySerializer(serializers.Serializer):
     """The grouping fields of ``groupBy`` (task: model, env, taskId, perturbation; scenario: model, scenario;
     benchmark: model, benchmark; perturbation: model, perturbation; model: model); the others are absent."""
 
@@ -26,8 +26,8 @@ class _GroupKeySerializer(serializers.Serializer):
     perturbation = serializers.CharField(required=False, help_text="`none` when unperturbed")
 
 
-class _ScoreGroupSerializer(serializers.Serializer):
-    key = _GroupKeySerializer()
+class ScoreGroupSerializer(serializers.Serializer):
+    key = ScoreGroupKeySerializer()
     episodes = serializers.IntegerField(help_text="completed episodes (errored ones are counted in errors only)")
     successes = serializers.IntegerField()
     successRate = serializers.FloatField(allow_null=True, help_text="null when no episode completed")  # noqa: N815
@@ -48,37 +48,37 @@ class ScoresSerializer(serializers.Serializer):
     evaluation = serializers.CharField(help_text="the evaluation's id")
     groupBy = serializers.ChoiceField(list(GROUP_FIELDS))  # noqa: N815
     confidence = serializers.FloatField(help_text="the intervals' confidence level (0.95)")
-    groups = _ScoreGroupSerializer(many=True, help_text="in order of first appearance")
+    groups = ScoreGroupSerializer(many=True, help_text="in order of first appearance")
 
 
-class _DistributionSerializer(serializers.Serializer):
+class MetricsDistributionSerializer(serializers.Serializer):
     n = serializers.IntegerField()
     p50 = serializers.FloatField(allow_null=True)
     p95 = serializers.FloatField(allow_null=True)
     max = serializers.FloatField(allow_null=True)
 
 
-class _PercentilesSerializer(serializers.Serializer):
+class LatencyPercentilesSerializer(serializers.Serializer):
     p50 = serializers.FloatField(allow_null=True)
     p95 = serializers.FloatField(allow_null=True)
 
 
-class _LatencySerializer(serializers.Serializer):
-    predict = _PercentilesSerializer(help_text="model predict, per step (ms)")
-    envStep = _PercentilesSerializer(help_text="env step, per step (ms)")  # noqa: N815
+class MetricsLatencySerializer(serializers.Serializer):
+    predict = LatencyPercentilesSerializer(help_text="model predict, per step (ms)")
+    envStep = LatencyPercentilesSerializer(help_text="env step, per step (ms)")  # noqa: N815
 
 
-class _ServerStartSerializer(serializers.Serializer):
-    env = _DistributionSerializer()
-    model = _DistributionSerializer()
+class MetricsServerStartSerializer(serializers.Serializer):
+    env = MetricsDistributionSerializer()
+    model = MetricsDistributionSerializer()
 
 
-class _VideosSerializer(serializers.Serializer):
+class MetricsVideosSerializer(serializers.Serializer):
     count = serializers.IntegerField()
     totalBytes = serializers.IntegerField()  # noqa: N815
-    bytesPerEpisode = _DistributionSerializer()  # noqa: N815
-    encodeMsPerEpisode = _DistributionSerializer()  # noqa: N815
-    renderMsPerEpisode = _DistributionSerializer()  # noqa: N815
+    bytesPerEpisode = MetricsDistributionSerializer()  # noqa: N815
+    encodeMsPerEpisode = MetricsDistributionSerializer()  # noqa: N815
+    renderMsPerEpisode = MetricsDistributionSerializer()  # noqa: N815
 
 
 class MetricsSerializer(serializers.Serializer):
@@ -90,7 +90,7 @@ class MetricsSerializer(serializers.Serializer):
     episodesPerSecond = serializers.FloatField(allow_null=True)  # noqa: N815
     stepsPerSecond = serializers.FloatField(allow_null=True)  # noqa: N815
     meanEpisodeSeconds = serializers.FloatField(allow_null=True)  # noqa: N815
-    latencyMs = _LatencySerializer()  # noqa: N815
-    queueWaitSeconds = _DistributionSerializer(help_text="shard queued → started")  # noqa: N815
-    serverStartSeconds = _ServerStartSerializer()  # noqa: N815
-    videos = _VideosSerializer()
+    latencyMs = MetricsLatencySerializer()  # noqa: N815
+    queueWaitSeconds = MetricsDistributionSerializer(help_text="shard queued → started")  # noqa: N815
+    serverStartSeconds = MetricsServerStartSerializer()  # noqa: N815
+    videos = MetricsVideosSerializer()
