@@ -11,7 +11,7 @@ __all__ = ["ErrorSerializer", "errors"]
 class ErrorBodySerializer(serializers.Serializer):
     code = serializers.CharField(help_text="machine-readable: invalid_request, parse_error, unauthenticated, forbidden, "
                                            "not_found, method_not_allowed, not_acceptable, conflict, payload_too_large, "
-                                           "unsupported_media_type, range_not_satisfiable, internal_error")
+                                           "unsupported_media_type, range_not_satisfiable, throttled, storage_quota_exceeded, internal_error")
     message = serializers.CharField(help_text="what the official clients print")
     details = serializers.ListField(child=serializers.DictField(), help_text="[{path, message}] for request errors")
 
@@ -33,12 +33,16 @@ _WHEN = {
     413: "The request body is over the size limit.",
     415: "The Content-Type is not one the operation accepts.",
     416: "The Range lies outside the file.",
+    429: "Too many requests from this address or user: failed authentications (RATELIMIT_AUTH_FAILURES) or, where an "
+         "operation says so, its own rate; retry after `Retry-After` seconds.",
 }
 
 
 def errors(*codes: int, **when: str) -> dict[int, OpenApiResponse]:
     """The ``responses`` entries for ``codes`` and 406 (content negotiation runs before any view code, so every
-    operation may answer it), each the error envelope; ``when`` overrides a description by ``_<code>`` (e.g.
+    operation may answer it), plus 429 wherever 401 is possible (failed authentications are rate limited per
+    address), each the error envelope; ``when`` overrides a description by ``_<code>`` (e.g.
     ``_409="the evaluation already finished"``)."""
+    implied = {406} | ({429} if 401 in codes else set())
     return {code: OpenApiResponse(ErrorSerializer, description=when.get(f"_{code}", _WHEN[code]))
-            for code in sorted({*codes, 406})}
+            for code in sorted({*codes, *implied})}
