@@ -39,7 +39,7 @@ def test_a_list_filter_with_a_nul_is_a_400(api, query):
 ])
 def test_a_request_body_with_a_nul_is_a_400(api, url, body, path):
     error = _error(api.post(url, data=json.dumps(body), content_type="application/json"), 400)
-    assert error["details"][0]["path"] == path and "ull character" in error["message"]
+    assert error["details"][0]["path"] == path and "NUL" in error["message"]
 
 
 def test_an_import_named_with_a_nul_is_a_400(api):
