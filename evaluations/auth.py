@@ -13,11 +13,17 @@ from .models.organizations import API_KEY_PREFIX
 from .services.identity import InvalidToken, decode_access_token
 
 
+def _client_address(group, request) -> str:
+    # REMOTE_ADDR as the proxy middleware left it; absent only for in-process WSGI calls (tests).
+    return request.META.get("REMOTE_ADDR", "")
+
+
 def failed_authentication(request, *, count: bool = True) -> bool:
     """Whether the address of ``request`` (a Django request) has used up its ``RATELIMIT_AUTH_FAILURES`` failed
     authentications in the current window; with ``count``, this call records one more failure first. Shared by /v1
     and the registry's token endpoint, so guessing keys costs the same everywhere."""
-    usage = get_usage(request, group="auth-failures", key="ip", rate=settings.RATELIMIT_AUTH_FAILURES, increment=count)
+    usage = get_usage(request, group="auth-failures", key=_client_address, rate=settings.RATELIMIT_AUTH_FAILURES,
+                      increment=count)
     return usage is not None and usage["count"] >= usage["limit"]
 
 
@@ -32,6 +38,8 @@ class BearerAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request):
+        if not request.META.get("HTTP_AUTHORIZATION"):
+            return None  # anonymous: permissions decide (401 where a credential is needed)
         if failed_authentication(request._request, count=False):
             raise exceptions.Throttled(wait=60, detail="too many failed authentications from this address; retry in a minute")
         try:

@@ -21,6 +21,8 @@ class TagField(forms.Field):
             key, sep, val = raw.partition(":")
             if not sep or not key:
                 raise forms.ValidationError(f'tag "{raw}" must look like key:value')
+            if "\x00" in raw:  # as Django's text fields say; PostgreSQL cannot compare jsonb with it
+                raise forms.ValidationError("Null characters are not allowed.")
             pairs.append((key, val))
         return pairs
 

@@ -273,6 +273,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several fields are named "status"; each choice set gets a stable name instead of a hashed one.
+    "ENUM_NAME_OVERRIDES": {
+        "EvaluationStatusEnum": "evaluations.choices.EvaluationStatus",
+        "EpisodeStatusEnum": "evaluations.choices.EpisodeStatus",
+        "ProbeStatusEnum": "evaluations.choices.ProbeStatus",
+    },
 }
 
 # --------------------------------------------------------------------- Celery

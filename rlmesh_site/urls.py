@@ -12,8 +12,17 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 
+def under(prefix: str) -> str:
+    r"""A regex for ``prefix`` and every path below it, for the JSON 404 fallbacks.
+
+    ``[\s\S]`` rather than ``.``: ``.`` stops at a newline, so ``/v1/a%0Ab`` used to fall through to the
+    dashboard's HTML 404. A control character or space right after the prefix (``/v1%0A``) counts as below it too.
+    """
+    return rf"^{prefix}(?:[/\x00-\x20\x7f][\s\S]*)?$"
+
+
 @csrf_exempt  # a POST to a wrong /v1 path must get this JSON 404, not Django's CSRF page
-def api_not_found(request, rest=""):
+def api_not_found(request):
     return JsonResponse(
         {"error": {"code": "not_found", "message": f"no such endpoint: {request.method} {request.path}", "details": []}},
         status=404,
@@ -39,7 +48,7 @@ urlpatterns = [
     # so the Content-Security-Policy needs no exception for the docs page.
     path("v1/docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
     path("v1/", include("evaluations.api.urls")),
-    re_path(r"^v1(?:/(?P<rest>.*))?$", api_not_found),
-    re_path(r"^oauth(?:/(?P<rest>.*))?$", api_not_found),
+    re_path(under("v1"), api_not_found),
+    re_path(under("oauth"), api_not_found),
     path("", include("evaluations.urls")),
 ]

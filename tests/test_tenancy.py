@@ -47,7 +47,7 @@ DASHBOARD_OBJECT_ROUTES = [
     ("post", "evaluations:member_update", "/settings/members/{m}"),
     ("post", "evaluations:image_reprobe", "/images/versions/{v}/probes"),
 ]
-ID_KWARGS = {"public_id", "key_id", "membership_id", "reference", "version_id", "episode_id"}
+ID_KWARGS = {"public_id", "key_id", "membership_id", "reference", "digest", "version_id", "episode_id"}
 
 
 def _patterns(resolver, prefix=""):

@@ -9,16 +9,12 @@ from rest_framework.views import APIView
 from ..models import Evaluation
 from ..planning import parse_request_body
 from .parsers import check_size
-from .serializers import ErrorSerializer
-
-__all__ = ["ERRORS", "OrgScopedView"]
-
-#: Error responses every authenticated operation may return, in the one envelope.
-ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
+__all__ = ["OrgScopedView"]
 
 
 class OrgScopedView(APIView):
-    """Base for authenticated endpoints: ``self.organization`` is the caller's organization."""
+    # Base for authenticated endpoints: ``self.organization`` is the caller's organization. (A comment, not a
+    # docstring: drf-spectacular would show a base class's docstring as every subclass's operation description.)
 
     @property
     def organization(self):
@@ -26,6 +22,8 @@ class OrgScopedView(APIView):
 
     def get_evaluation(self, public_id: str, queryset=None) -> Evaluation:
         """The organization's evaluation with this id; another organization's is simply not found (404)."""
+        if "\x00" in public_id:  # no id holds one, and PostgreSQL refuses to compare text with it
+            raise NotFound(f"evaluation {public_id} not found")
         qs = queryset if queryset is not None else Evaluation.objects.select_related("creator")
         evaluation = qs.for_org(self.organization).filter(public_id=public_id).first()
         if evaluation is None:
@@ -38,7 +36,6 @@ class OrgScopedView(APIView):
         raw = self.request._request.body
         data = parse_request_body(raw)
         return raw.decode("utf-8"), data
-
 
     @property
     def role(self) -> str:

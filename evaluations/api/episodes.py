@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from ..filtersets import EpisodeFilterSet
 from ..media import episode_video_response
-from .base import ERRORS, OrgScopedView
+from .base import OrgScopedView
+from .exceptions import error_response
 from .pagination import decode_cursor, encode_cursor, page_limit, take_page
+from .serializers import EpisodePageSerializer, LogPageSerializer, errors
 
 __all__ = ["EpisodeListView", "EpisodeVideoView", "LogListView"]
 
@@ -32,7 +34,7 @@ class EpisodeListView(OrgScopedView):
             OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
         ],
         filters=True,
-        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        responses={200: EpisodePageSerializer, **errors(400, 401, 404)},
         summary="Episodes of an evaluation, by workload and index",
     )
     def get(self, request, public_id: str):
@@ -49,8 +51,9 @@ class EpisodeListView(OrgScopedView):
 
 class LogListView(OrgScopedView):
     @extend_schema(
-        parameters=[OpenApiParameter("limit", int, description="page size, 1–5000 (default 1000)"), OpenApiParameter("cursor", str)],
-        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        parameters=[OpenApiParameter("limit", int, description="page size, 1–5000 (default 1000)"),
+                    OpenApiParameter("cursor", str, description="nextCursor of the previous page")],
+        responses={200: LogPageSerializer, **errors(400, 401, 404)},
         summary="Worker and runtime log lines, oldest first",
     )
     def get(self, request, public_id: str):
@@ -70,11 +73,22 @@ class LogListView(OrgScopedView):
 
 class EpisodeVideoView(OrgScopedView):
     @extend_schema(
-        responses={(200, "video/mp4"): OpenApiTypes.BINARY, (206, "video/mp4"): OpenApiTypes.BINARY, **ERRORS},
+        parameters=[OpenApiParameter(
+            "Range", str, OpenApiParameter.HEADER, description="bytes=start-end, bytes=start- or bytes=-suffix",
+            examples=[OpenApiExample("the first KiB", "bytes=0-1023"), OpenApiExample("the last 100 bytes", "bytes=-100"),
+                      OpenApiExample("past the end", "bytes=1000000000-")],
+        )],
+        responses={(200, "video/mp4"): OpenApiTypes.BINARY, (206, "video/mp4"): OpenApiTypes.BINARY,
+                   **errors(401, 404, 416, _404="No such evaluation, or the episode has no video.")},
         summary="The episode's H.264 MP4 (when its task recorded it); honours Range requests",
     )
     def get(self, request, public_id: str, episode_id: int):
-        return episode_video_response(request, self.get_evaluation(public_id), episode_id)
+        response = episode_video_response(request, self.get_evaluation(public_id), episode_id)
+        if response.status_code == 416:  # the dashboard's player gets an empty 416; API clients get the envelope
+            size = response["Content-Range"]
+            return error_response(416, "range_not_satisfiable", f"the range lies outside the video (Content-Range: {size})",
+                                  headers={"Content-Range": size})
+        return response
 
 
 def _episode_dict(e, public_id: str) -> dict:

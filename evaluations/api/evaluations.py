@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -20,19 +19,32 @@ from ..planning.schema import EvaluationRequestSerializer
 from ..reports import evaluation_metrics, evaluation_scores
 from ..runs.lifecycle import CancelRefused, cancel_evaluation, create_evaluation
 from ..selectors import evaluation_detail_queryset
-from .base import ERRORS, OrgScopedView
+from .base import OrgScopedView
 from .exceptions import error_response
 from .pagination import decode_cursor, encode_cursor, page_limit, take_page
-from .serializers import ErrorSerializer, EvaluationDetailSerializer, EvaluationSerializer, PreviewSerializer
+from .serializers import (
+    EvaluationDetailSerializer,
+    EvaluationPageSerializer,
+    EvaluationSerializer,
+    MetricsSerializer,
+    PreviewSerializer,
+    ScoresSerializer,
+    errors,
+)
 
 __all__ = ["CancellationView", "EvaluationDetailView", "EvaluationListView", "EvaluationPreviewView", "MetricsView",
            "ScoresView"]
 
 
+#: An id of ``imports`` (or ending in ``/cancellations``) makes the path another route's, which takes POST only.
+_OTHER_ROUTE_405 = ("The id is `imports` or ends in `/cancellations`: the path is then the import or cancellation "
+                    "route, which takes POST only.")
+
+
 class EvaluationPreviewView(OrgScopedView):
     read_only_post = True  # a preview writes nothing: viewers may size requests too
 
-    @extend_schema(request=EvaluationRequestSerializer, responses={200: PreviewSerializer, **ERRORS}, summary="Validate and size a request without running it")
+    @extend_schema(request=EvaluationRequestSerializer, responses={200: PreviewSerializer, **errors(400, 401, 413)}, summary="Validate and size a request without running it")
     def post(self, request):
         _, data = self.read_request_body()
         plan = plan_evaluation(data, organization=self.organization)
@@ -58,7 +70,7 @@ class EvaluationListView(OrgScopedView):
             OpenApiParameter("limit", int, description="page size, 1–500 (default 25)"),
             OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
         ],
-        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        responses={200: EvaluationPageSerializer, **errors(400, 401)},
         summary="List evaluations, newest first",
         operation_id="evaluations_list",
     )
@@ -81,7 +93,7 @@ class EvaluationListView(OrgScopedView):
             "nextCursor": encode_cursor(last.created_at.isoformat(), last.pk) if more else None,
         })
 
-    @extend_schema(request=EvaluationRequestSerializer, responses={201: EvaluationSerializer, **ERRORS}, summary="Submit an evaluation")
+    @extend_schema(request=EvaluationRequestSerializer, responses={201: EvaluationSerializer, **errors(400, 401, 403, 413)}, summary="Submit an evaluation")
     def post(self, request):
         raw, data = self.read_request_body()
         plan = plan_evaluation(data, organization=self.organization)
@@ -93,13 +105,14 @@ class EvaluationListView(OrgScopedView):
 
 
 class EvaluationDetailView(OrgScopedView):
-    @extend_schema(responses={200: EvaluationDetailSerializer, **ERRORS}, summary="One evaluation with its request and effective config")
+    @extend_schema(responses={200: EvaluationDetailSerializer, **errors(401, 404, 405, _405=_OTHER_ROUTE_405)}, summary="One evaluation with its request and effective config")
     def get(self, request, public_id: str):
         return Response(EvaluationDetailSerializer(self.get_evaluation(public_id, evaluation_detail_queryset())).data)
 
 
 class CancellationView(OrgScopedView):
-    @extend_schema(request=None, responses={202: EvaluationSerializer, 409: ErrorSerializer, **ERRORS}, summary="Cancel an evaluation")
+    @extend_schema(request=None, responses={202: EvaluationSerializer, **errors(401, 403, 404, 409, _409="The evaluation already finished.")}, summary="Cancel an evaluation",
+                   description="The official clients send `{}`; the body is not read.")
     def post(self, request, public_id: str):
         evaluation = self.get_evaluation(public_id)
         if not may_cancel(role=self.role, user=request.user, evaluation=evaluation):
@@ -114,7 +127,7 @@ class CancellationView(OrgScopedView):
 class ScoresView(OrgScopedView):
     @extend_schema(
         parameters=[OpenApiParameter("groupBy", str, enum=list(GROUP_FIELDS), description="default task")],
-        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        responses={200: ScoresSerializer, **errors(400, 401, 404)},
         summary="Success rates (95% Wilson interval) and mean rewards (95% t interval) per group",
     )
     def get(self, request, public_id: str):
@@ -125,6 +138,6 @@ class ScoresView(OrgScopedView):
 
 
 class MetricsView(OrgScopedView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Throughput and latency rollups")
+    @extend_schema(responses={200: MetricsSerializer, **errors(401, 404)}, summary="Throughput and latency rollups")
     def get(self, request, public_id: str):
         return Response(evaluation_metrics(self.get_evaluation(public_id)))

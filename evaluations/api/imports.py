@@ -14,9 +14,9 @@ from ..imports import import_bundle
 from ..models import ApiKey
 from ..planning import RequestInvalid
 from ..selectors import evaluation_detail_queryset
-from .base import ERRORS, OrgScopedView
+from .base import OrgScopedView
 from .parsers import OctetStreamZipBodyParser, PayloadTooLarge, ZipBodyParser
-from .serializers import ErrorSerializer, EvaluationDetailSerializer
+from .serializers import EvaluationDetailSerializer, errors
 
 __all__ = ["EvaluationImportView"]
 
@@ -39,7 +39,7 @@ class EvaluationImportView(OrgScopedView):
             "application/zip": OpenApiTypes.BINARY,
         },
         parameters=[OpenApiParameter("name", str, description="evaluation name, for a raw application/zip body")],
-        responses={201: EvaluationDetailSerializer, 413: ErrorSerializer, **ERRORS},
+        responses={201: EvaluationDetailSerializer, **errors(400, 401, 403, 409, 413, 415, 429)},
         summary="Import a local run: an rlmesh.result.v1 bundle becomes a completed evaluation",
         description=(
             "Send the bundle as the multipart field `bundle` (optional field `name`), or as a raw `application/zip` "

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from .serializers import InfoSerializer, errors
 
 __all__ = ["InfoView"]
 
@@ -18,7 +19,7 @@ class InfoView(APIView):
     authentication_classes: list = []
     permission_classes = [permissions.AllowAny]
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Platform discovery")
+    @extend_schema(responses={200: InfoSerializer, **errors()}, summary="Platform discovery")
     def get(self, request):
         return Response(
             {

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotAuthenticated, ValidationError
@@ -11,7 +10,8 @@ from rest_framework.response import Response
 
 from ..models import Membership
 from ..services.identity import SessionAuth, revoke_session
-from .base import ERRORS, OrgScopedView
+from .base import OrgScopedView
+from .serializers import MeSerializer, MyOrganizationsSerializer, errors
 
 __all__ = ["MeView", "MyOrganizationsView", "MySessionView"]
 
@@ -26,7 +26,7 @@ def _organization_dict(org, *, active: bool | None = None) -> dict:
 class MeView(OrgScopedView):
     """Who the credential acts as (sessions and API keys alike); ``rlmesh whoami`` reads it."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="The caller's identity and organization")
+    @extend_schema(responses={200: MeSerializer, **errors(401)}, summary="The caller's identity and organization")
     def get(self, request):
         user = request.user
         subject = {"id": f"user_{user.pk}", "email": user.email or "", "displayName": user.get_full_name() or user.username} if user else {"id": "apikey", "email": "", "displayName": ""}
@@ -43,7 +43,7 @@ class MeView(OrgScopedView):
 
 
 class MyOrganizationsView(OrgScopedView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="The caller's organizations; `active` marks the current one")
+    @extend_schema(responses={200: MyOrganizationsSerializer, **errors(401)}, summary="The caller's organizations; `active` marks the current one")
     def get(self, request):
         if isinstance(request.auth, SessionAuth):
             memberships = Membership.objects.filter(user=request.user).select_related("organization").order_by("organization__name")
@@ -56,7 +56,7 @@ class MyOrganizationsView(OrgScopedView):
 class MySessionView(OrgScopedView):
     permission_classes: list = []
 
-    @extend_schema(request=None, responses={204: None, **ERRORS}, summary="Sign out: revoke the session behind this access token (idempotent)")
+    @extend_schema(request=None, responses={204: None, **errors(400, 401, _400="The credential is an API key, which has no session (revoke keys under Settings).")}, summary="Sign out: revoke the session behind this access token (idempotent)")
     def delete(self, request):
         if request.auth is None:
             raise NotAuthenticated("authentication required")

@@ -26,7 +26,8 @@ urlpatterns = [
     path("registry/token", registry.registry_token, name="registry-token"),
     path("registry/events", registry.registry_events, name="registry-events"),
     re_path(r"^images/(?P<reference>.+)/probes$", images.ImageProbeView.as_view(), name="image-probes"),
-    re_path(r"^images/(?P<reference>.+@sha256:[0-9a-f]{64})$", images.ImageVersionDeleteView.as_view(), name="image-version"),
+    # The same URLs as ever (anything@sha256:<hex>); named groups give the version its own schema path.
+    re_path(r"^images/(?P<name>.+)@(?P<digest>sha256:[0-9a-f]{64})$", images.ImageVersionView.as_view(), name="image-version"),
     path("images", images.ImageListView.as_view(), name="images"),
     path("images/<path:reference>", images.ImageDetailView.as_view(), name="image"),
 ]

@@ -192,7 +192,7 @@ def test_the_reaper_removes_orphaned_containers(platform):
     foreign = client.containers.run("localhost/rlmesh-classic-control:latest", detach=True,
                                     labels={"dev.rlmesh.platform": "1", "dev.rlmesh.platform.instance": "another-deployment", "dev.rlmesh.platform.name": "eval_theirs-w0-s0-env"})
     env = {**os.environ, **platform.env}
-    code = "from evaluations.runs.lifecycle import reap_containers; print(reap_containers())"
+    code = "from evaluations.runtime.reaper import reap_containers; print(reap_containers())"
     out = subprocess.run([str(ROOT / ".venv/bin/python"), "-c", f"import django; django.setup(); {code}"],
                          capture_output=True, text=True, env=env, cwd=ROOT)
     assert "eval_gone-w0-s0-env" in out.stdout, out.stderr

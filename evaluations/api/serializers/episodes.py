@@ -1,0 +1,67 @@
+"""What happened, episode by episode and line by line: the pages of ``/episodes`` and ``/logs``. The views build
+these dicts (``api.episodes``); the serializers describe them."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from ...choices import EpisodeStatus, LogLevel, StopCondition, SuccessSource
+
+__all__ = ["EpisodePageSerializer", "EpisodeSerializer", "LogPageSerializer"]
+
+
+class EpisodeVideoSerializer(serializers.Serializer):
+    """The recording's URL and whatever the recorder measured (each key only when known)."""
+
+    url = serializers.CharField(help_text="GET it (Range requests honoured): /v1/evaluations/{id}/episodes/{episode}/video")
+    codec = serializers.CharField(required=False)
+    frames = serializers.IntegerField(required=False)
+    fps = serializers.FloatField(required=False)
+    width = serializers.IntegerField(required=False)
+    height = serializers.IntegerField(required=False)
+    bytes = serializers.IntegerField(required=False)
+    encodeMs = serializers.FloatField(required=False)  # noqa: N815
+    renderMs = serializers.FloatField(required=False)  # noqa: N815
+
+
+class EpisodeSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    workload = serializers.IntegerField(help_text="the workload's index in the evaluation")
+    model = serializers.CharField()
+    env = serializers.CharField()
+    taskId = serializers.CharField()  # noqa: N815
+    index = serializers.IntegerField(help_text="the episode's index in its workload")
+    seed = serializers.IntegerField()
+    status = serializers.ChoiceField(EpisodeStatus.choices)
+    success = serializers.BooleanField(allow_null=True)
+    successSource = serializers.ChoiceField(SuccessSource.choices, allow_null=True, help_text="where the verdict came from")  # noqa: N815
+    reward = serializers.FloatField(allow_null=True, help_text="undiscounted return")
+    steps = serializers.IntegerField()
+    terminated = serializers.BooleanField()
+    truncated = serializers.BooleanField()
+    stopCondition = serializers.ChoiceField(StopCondition.choices)  # noqa: N815
+    error = serializers.CharField(allow_null=True)
+    perturbation = serializers.DictField(allow_null=True, help_text="the perturbation applied to this episode, if any")
+    video = EpisodeVideoSerializer(allow_null=True)
+    wallMs = serializers.FloatField(allow_null=True)  # noqa: N815
+    predictMs = serializers.FloatField(allow_null=True, help_text="mean per-step model predict latency")  # noqa: N815
+    stepMs = serializers.FloatField(allow_null=True, help_text="mean per-step env step latency")  # noqa: N815
+    startedAt = serializers.DateTimeField(allow_null=True)  # noqa: N815
+    finishedAt = serializers.DateTimeField()  # noqa: N815
+
+
+class EpisodePageSerializer(serializers.Serializer):
+    items = EpisodeSerializer(many=True, help_text="by id (workload, then index, as they were written)")
+    nextCursor = serializers.CharField(allow_null=True, help_text="pass as ?cursor= for the next page; null on the last")  # noqa: N815
+
+
+class LogLineSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    level = serializers.ChoiceField(LogLevel.choices)
+    source = serializers.CharField(help_text="worker, runtime, … (may be empty)")
+    message = serializers.CharField()
+
+
+class LogPageSerializer(serializers.Serializer):
+    items = LogLineSerializer(many=True, help_text="oldest first")
+    nextCursor = serializers.CharField(allow_null=True, help_text="pass as ?cursor= for the next page; null on the last")  # noqa: N815

@@ -1,0 +1,58 @@
+"""Images: repositories with their versions and scenario catalog, a list page and the probe response."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from ...choices import ProbeStatus
+
+__all__ = ["ImageListSerializer", "ImageSerializer", "ProbeQueuedSerializer"]
+
+
+class ImageScenarioSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="the taskId to request")
+    name = serializers.CharField()
+    successCriterion = serializers.JSONField(allow_null=True, help_text="the declared criterion, null without one")  # noqa: N815
+    instruction = serializers.CharField(required=False, help_text="the language instruction, when the scenario has one")
+
+
+class ImageVersionSerializer(serializers.Serializer):
+    digest = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    probeStatus = serializers.ChoiceField(ProbeStatus.choices, source="probe_status")  # noqa: N815
+    probeLog = serializers.CharField(source="probe_log")  # noqa: N815
+    size = serializers.IntegerField()
+    pushedAt = serializers.DateTimeField(source="pushed_at")  # noqa: N815
+    checkpoints = serializers.SerializerMethodField(help_text="checkpoint names a model reference may add")
+
+    def get_checkpoints(self, obj) -> list[str]:
+        return list(obj.checkpoints)
+
+
+class ImageSerializer(serializers.Serializer):
+    reference = serializers.CharField(source="path")
+    kind = serializers.CharField(help_text="env or model (empty until the first probe says)")
+    description = serializers.CharField()
+    currentVersion = serializers.CharField(source="current_version.digest", allow_null=True)  # noqa: N815
+    scenarios = serializers.SerializerMethodField()
+    versions = ImageVersionSerializer(many=True, source="versions.all")
+
+    @extend_schema_field(ImageScenarioSerializer(many=True))
+    def get_scenarios(self, obj) -> list[dict]:
+        if obj.current_version is None:
+            return []
+        return [
+            {"id": s["id"], "name": s.get("name", s["id"]), "successCriterion": s.get("success"),
+             **({"instruction": s["instruction"]} if s.get("instruction") else {})}
+            for s in obj.current_version.scenarios
+        ]
+
+
+class ImageListSerializer(serializers.Serializer):
+    items = ImageSerializer(many=True, help_text="the organization's own namespace and prebuilt")
+
+
+class ProbeQueuedSerializer(serializers.Serializer):
+    reference = serializers.CharField(help_text="namespace/repository@sha256:… of the version")
+    probeStatus = serializers.CharField(help_text="always queued")  # noqa: N815

@@ -1,0 +1,177 @@
+"""Fuzz every /v1 operation against ``/v1/schema`` with schemathesis: no server error, every response in its declared
+schema, status code and content type, and every 4xx/5xx in the error envelope.
+
+The schema is loaded from the app in-process (``from_wsgi``) and requests go through Django's WSGI handler inside
+the test's transaction, so nothing listens on a port and every operation starts from the same seeded world: an
+evaluation with episodes (one with a video), logs and a shard; a finished evaluation (cancelling it is a 409); an
+image repository in the organization's namespace with a current version and a deleted one (probing it is a 409).
+Path parameters are drawn from those real ids or from what schemathesis generates, so both the 2xx and the 404
+paths run. Requests carry a member's API key (members write; the viewer 403 is covered in test_evaluations_api).
+
+Bounded: ``MAX_EXAMPLES`` per operation in the fuzzing phase (plus schemathesis's examples and coverage phases,
+and its probes of undeclared methods), derandomized, so every run sends the same ~1,800 requests (about a minute on
+two shared cores). ``FUZZ_LOG=/tmp/fuzz.log`` writes one line per request to see what a run covered.
+Excluded: nothing in the schema. Not in it: the registry's own endpoints (``/v1/registry/token`` and ``/events``,
+see api/registry.py for why) and ``/oauth/...`` (tests/api/test_not_found.py sends odd paths there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import schemathesis
+from django.core import signals
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from django.utils import timezone
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from evaluations.choices import EvaluationStatus, ProbeStatus
+from evaluations.models import Episode, Evaluation, EvaluationLog, ImageRepository, ImageVersion, Shard
+from evaluations.planning import plan_evaluation
+from evaluations.runs.lifecycle import create_evaluation
+from tests.conftest import cartpole_request
+
+pytestmark = pytest.mark.django_db
+
+MAX_EXAMPLES = 50
+
+schema = schemathesis.openapi.from_wsgi("/v1/schema?format=json", get_wsgi_application())
+schema.config.generation.update(max_examples=MAX_EXAMPLES, deterministic=True)
+# A raw bundle upload (POST /v1/evaluations/imports) is bytes like any octet stream.
+schemathesis.serializer.alias("application/zip", "application/octet-stream")
+
+#: Real values for each path parameter, set by the ``world`` fixture before each operation runs.
+REAL: dict[str, list] = {}
+
+
+def _evaluation(tenant, **fields) -> Evaluation:
+    body = cartpole_request()
+    evaluation = create_evaluation(plan=plan_evaluation(body, organization=tenant.org), raw_body=json.dumps(body),
+                                   organization=tenant.org, creator=tenant.user)
+    Evaluation.objects.filter(pk=evaluation.pk).update(**fields)
+    return evaluation
+
+
+def _episodes(evaluation: Evaluation) -> list[Episode]:
+    workload = evaluation.workloads.get()
+    video = default_storage.save("episodes/fuzz/ep.mp4", ContentFile(b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 100))
+    now = timezone.now()
+    common = dict(evaluation=evaluation, workload=workload, steps=10, started_at=now, wall_ms=5.0, predict_ms=0.2,
+                  step_ms=0.1, latency={"predict": {"60": 10}, "step": {"40": 10}})
+    return Episode.objects.bulk_create([
+        Episode(index=0, seed=0, status="completed", success=True, success_source="criterion", reward=1.0,
+                stop_condition="terminated", terminated=True, video=video,
+                video_meta={"codec": "h264", "frames": 10, "fps": 30, "width": 64, "height": 64, "bytes": 112,
+                            "encodeMs": 3.5, "renderMs": 1.5}, **common),
+        Episode(index=1, seed=1, status="completed", success=False, success_source="criterion", reward=0.0,
+                stop_condition="time_limit", truncated=True, perturbation={"kind": "noise", "level": 0.1}, **common),
+        Episode(index=2, seed=2, status="error", stop_condition="error", error="boom", **common),
+    ])
+
+
+def _images(tenant) -> tuple[ImageRepository, ImageVersion, ImageVersion]:
+    repo = ImageRepository.objects.create(namespace=tenant.org.slug, name="my-env", kind="env")
+    current = ImageVersion.objects.create(repository=repo, digest="sha256:" + "3" * 64, source="python://x:Y", tags=["latest"],
+                                          scenarios=[{"id": "classic/CartPole-v1", "name": "CartPole", "instruction": "balance"}])
+    deleted = ImageVersion.objects.create(repository=repo, digest="sha256:" + "4" * 64, source="python://x:Y",
+                                          probe_status=ProbeStatus.DELETED)
+    repo.current_version = current
+    repo.save()
+    return repo, current, deleted
+
+
+@pytest.fixture
+def world(tenant_a, settings):
+    """The seeded organization A; yields the member API key."""
+    settings.RLMESH_REGISTRY_HOST = "127.0.0.1:9"  # nothing listens: deleting a version's manifest is best effort
+    running = _evaluation(tenant_a, status=EvaluationStatus.RUNNING)
+    finished = _evaluation(tenant_a, status=EvaluationStatus.COMPLETED, finished_at=timezone.now())
+    episodes = _episodes(running)
+    EvaluationLog.objects.bulk_create(EvaluationLog(evaluation=running, source="worker", message=f"line {i}") for i in range(3))
+    Shard.objects.filter(evaluation=running).update(started_at=timezone.now(), timings={"envStartSeconds": [0.5],
+                                                                                       "modelStartSeconds": [0.7]})
+    repo, current, deleted = _images(tenant_a)
+    REAL.clear()
+    REAL.update(
+        public_id=[running.public_id, finished.public_id],
+        episode_id=[episodes[0].pk, episodes[1].pk],
+        reference=[repo.path, f"{repo.path}:latest", f"{repo.path}@{deleted.digest}", "prebuilt/ppo/cartpole"],
+        name=[repo.path],
+        digest=[current.digest, deleted.digest],
+    )
+    # Django's test client keeps the connection open across requests; a bare WSGI call would close it (and with
+    # it the test's transaction) when each request ends.
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield tenant_a.key
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@schema.hook
+def flatmap_path_parameters(context, path_parameters):
+    """Each path parameter is one of the seeded ids or the generated value (real ones first, so shrinking ends
+    on them)."""
+    if not path_parameters:
+        return st.just(path_parameters)
+    return st.fixed_dictionaries({k: st.sampled_from([*REAL.get(k, []), v]) for k, v in path_parameters.items()})
+
+
+#: Header values worth sending besides generated ones: a video's ranges (206, and 416 past its 112 bytes).
+HEADERS = {"Range": ["bytes=0-9", "bytes=-10", "bytes=500-"]}
+
+
+@schema.hook
+def flatmap_headers(context, headers):
+    """The ``Range`` header (the only one the schema declares) is a real range or the generated value."""
+    if not headers or "Range" not in headers:
+        return st.just(headers)
+    return st.sampled_from([{**headers, "Range": v} for v in HEADERS["Range"]] + [headers])
+
+
+if os.environ.get("FUZZ_LOG"):
+
+    @schema.hook
+    def after_call(context, case, response):
+        with open(os.environ["FUZZ_LOG"], "a") as fh:
+            fh.write(f"{case.method} {case.operation.path} {response.status_code} {case.formatted_path} {case.headers}\n")
+
+
+def error_envelope(ctx, response, case):
+    """Every 4xx/5xx is ``{"error": {"code", "message", "details"}}`` as JSON."""
+    if response.status_code < 400:
+        return None
+    content_type = (response.headers.get("content-type") or [""])[0]
+    assert content_type.startswith("application/json"), f"{response.status_code} is {content_type!r}, not the JSON envelope"
+    body = json.loads(response.content)
+    assert isinstance(body, dict) and set(body) == {"error"}, f"not the envelope: {body!r}"[:300]
+    error = body["error"]
+    assert isinstance(error.get("code"), str) and error["code"], f"no code: {body!r}"[:300]
+    assert isinstance(error.get("message"), str) and error["message"], f"no message: {body!r}"[:300]
+    assert isinstance(error.get("details"), list), f"no details list: {body!r}"[:300]
+    return None
+
+
+@schema.parametrize()
+# ``world`` is seeded once per operation, not per example: state carries over between examples (a cancel, a
+# delete), as it would for a client.
+@hypothesis_settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much])
+def test_every_operation_conforms_to_its_schema(case, world):
+    case.call_and_validate(
+        headers={"Authorization": f"Bearer {world}"},
+        checks=[not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance],
+        additional_checks=[error_envelope],
+    )
