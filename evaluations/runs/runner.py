@@ -76,29 +76,38 @@ class ShardRunner:
             return ServerSpec("env", w.env_version.source, dict(w.env_kwargs))
         return ServerSpec("model", w.model_version.source, dict(w.model_kwargs), dict(w.env_vars))
 
-    def _ensure(self, kind: str, timings: dict) -> None:
+    def _missing(self, kind: str) -> bool:
+        """Whether the ``kind`` server must be (re)started; a dead one is logged with its last output and stopped."""
         server = self.servers[kind]
         if server is not None and server.alive():
-            return
+            return False
         if server is not None:
             log(self.evaluation, f"{kind} server died; restarting. Last output:\n{server.log_tail()}",
                 level=LogLevel.WARNING, source="runtime", shard=self.shard)
             server.stop()
         self.servers[kind] = None
+        return True
+
+    def _start(self, kind: str) -> ServedEndpoint:
         spec = self._spec(kind)
-        server = self.servers[kind] = backend_for(spec.source).start(spec, name=self.shard.server_name(kind))
-        timings.setdefault(f"{kind}StartSeconds", []).append(round(server.ready_seconds, 3))
-        what = (f"{self.workload.env_ref} ({self.workload.task_id})" if kind == "env" else self.workload.model_ref)
-        log(self.evaluation, f"{kind} server {what} ready in {server.ready_seconds:.2f} s at {server.address}",
-            source="runtime", shard=self.shard)
+        return backend_for(spec.source).start(spec, name=self.shard.server_name(kind))
 
     def ensure_servers(self) -> None:
-        """Start (or restart) whatever server is not running. Raises RuntimeBackendError on failure."""
+        """Start (or restart) whatever server is not running. Raises RuntimeBackendError on failure (a server that did
+        start is kept, and stopped by ``close``).
+
+        Servers are started from this thread, never from a short-lived one: ``PR_SET_PDEATHSIG`` ties a child to the
+        thread that created it, so a server started by a pool thread would be killed when that thread ends."""
         timings = dict(self.shard.timings)
         try:
-            self._ensure("env", timings)
-            if not self.random_model:
-                self._ensure("model", timings)
+            for kind in ("env",) if self.random_model else ("env", "model"):
+                if not self._missing(kind):
+                    continue
+                server = self.servers[kind] = self._start(kind)
+                timings.setdefault(f"{kind}StartSeconds", []).append(round(server.ready_seconds, 3))
+                what = f"{self.workload.env_ref} ({self.workload.task_id})" if kind == "env" else self.workload.model_ref
+                log(self.evaluation, f"{kind} server {what} ready in {server.ready_seconds:.2f} s at {server.address}",
+                    source="runtime", shard=self.shard)
         finally:
             if timings != self.shard.timings:
                 self.shard.timings = timings

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from . import forkserver
 from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections
 
 _PR_SET_PDEATHSIG = 1
@@ -44,7 +45,9 @@ def _free_port() -> int:
 
 
 class LocalServer(ServedEndpoint):
-    def __init__(self, proc: subprocess.Popen, address: str, log_path: Path, sock_dir: str | None):
+    """A server process: a ``subprocess.Popen`` or a :class:`~evaluations.runtime.forkserver.ForkedProcess`."""
+
+    def __init__(self, proc, address: str, log_path: Path, sock_dir: str | None):
         self.proc = proc
         self.address = address
         self.log_path = log_path
@@ -131,11 +134,18 @@ class LocalRuntime(RuntimeBackend):
             "PYTHONPATH": os.pathsep.join(p for p in (str(settings.BASE_DIR), os.environ.get("PYTHONPATH", "")) if p),
         }
         started = time.monotonic()
-        with open(log_path, "ab") as log_file:
-            proc = subprocess.Popen(
-                cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                preexec_fn=_die_with_parent, cwd=str(settings.BASE_DIR),
-            )
+        proc = None
+        if python == sys.executable and settings.RLMESH_LOCAL_FORKSERVER:
+            try:
+                proc = forkserver.start(cmd[3:], env=env, log_path=str(log_path), cwd=str(settings.BASE_DIR))
+            except OSError:
+                proc = None  # a broken forkserver costs speed, never the episode: start a fresh interpreter
+        if proc is None:  # another venv's interpreter (python+<venv>://), or the forkserver turned off
+            with open(log_path, "ab") as log_file:
+                proc = subprocess.Popen(
+                    cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                    preexec_fn=_die_with_parent, cwd=str(settings.BASE_DIR),
+                )
         server = LocalServer(proc, address, log_path, sock_dir)
         return self.become_ready(server, lambda: self._wait_ready(server, spec.kind, started), started)
 
