@@ -127,7 +127,8 @@ class _Forkserver:
     def __init__(self):
         root = str(Path(__file__).resolve().parents[2])  # the checkout: where ``evaluations`` is importable from
         path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-        env = {**os.environ, "PYTHONPATH": path, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
+        # One BLAS thread unless the operator chose otherwise: thread pools created before a fork do not survive it.
+        env = {"OPENBLAS_NUM_THREADS": "1", **os.environ, "PYTHONPATH": path}
         self.proc = subprocess.Popen([sys.executable, "-m", "evaluations.runtime.forkserver"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, cwd=root, text=True, preexec_fn=os.setpgrp)
 
