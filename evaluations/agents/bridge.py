@@ -165,6 +165,12 @@ class EndpointBridge(rlmesh.numpy.Model):
         timeout_seconds: float = 60.0, max_retries: int = 3, backoff_seconds: float = 0.5,
         max_backoff_seconds: float = 30.0, history_size: int = 256,
     ) -> None:
+        self._episodes: OrderedDict[str, _Episode] = OrderedDict()
+        self._history_size = max(1, int(history_size))
+        self._lock = threading.Lock()
+        self.cfg: EndpointConfig | None = None
+        if not url:  # constructed bare (``EndpointBridge()``, describe): configured by a later load(url=...)
+            return
         endpoint = {"url": url, "model": model or None, "use_wrapper": use_wrapper,
                     "send_tool_definitions": send_tool_definitions, "use_openai_chat": use_openai_chat,
                     "minimal_observation": minimal_observation, "additional_params": additional_params}
@@ -181,9 +187,6 @@ class EndpointBridge(rlmesh.numpy.Model):
             key=os.environ.get(KEY_ENV, ""))
         protocol = self.cfg.protocol
         self._transport = {"rlmesh": RlmeshModel, "openai-chat": OpenAIChat, "http-agent": HttpAgent}[protocol](self.cfg)
-        self._episodes: OrderedDict[str, _Episode] = OrderedDict()
-        self._history_size = max(1, int(history_size))
-        self._lock = threading.Lock()
 
     # -- per-episode state -------------------------------------------------------------------------------
     def _episode(self, obs: _Obs) -> _Episode:
@@ -204,6 +207,8 @@ class EndpointBridge(rlmesh.numpy.Model):
 
     # -- predict -------------------------------------------------------------------------------------------
     def predict(self, observation: dict[str, Any]) -> str:
+        if self.cfg is None:
+            raise RuntimeError("EndpointBridge has no endpoint: load(url=...) first")
         t0 = time.perf_counter()
         obs = _Obs.read(observation)
         episode = self._episode(obs)

@@ -37,7 +37,7 @@ def _blocked(address: str) -> str | None:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
-    for label in ("loopback", "link_local", "private", "multicast", "reserved", "unspecified"):
+    for label in ("unspecified", "loopback", "link_local", "private", "multicast", "reserved"):
         if getattr(ip, f"is_{label}"):
             return label.replace("_", "-")
     return None
@@ -79,7 +79,7 @@ def validate_endpoint_url(url: Any, *, allow_private: bool = False, path: str = 
     for address in addresses:
         reason = _blocked(address)
         if reason:
-            return [_err(path, f"host {host!r} resolves to a {reason} address ({address}); "
+            return [_err(path, f"host {host!r} resolves to {address}, which is {reason}; "
                                "private, loopback and link-local targets are refused")]
     return []
 
