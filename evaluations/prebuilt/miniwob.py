@@ -247,8 +247,9 @@ class MiniWoB(rlmesh.EnvFactory):
             raise ValueError("max_steps and page_timer_ms must be >= 0")
         from .miniwob_env import MiniWoBToolEnv
 
-        return MiniWoBToolEnv(task, screenshot=bool(screenshot), max_steps=int(max_steps) or TASKS[task].max_steps,
-                              page_timer_ms=int(page_timer_ms))
+        entry = TASKS[task]
+        return MiniWoBToolEnv(task, tools=entry.tools, max_steps=int(max_steps) or entry.max_steps,
+                              screenshot=bool(screenshot), page_timer_ms=int(page_timer_ms))
 
     @classmethod
     def enumerate_variants(cls):

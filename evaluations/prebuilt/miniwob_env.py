@@ -21,7 +21,6 @@ import numpy as np
 
 from ..agents.observation import render_elements
 from ..agents.tools import ENDPOINT_ERROR_TOOL, WAIT_MAX_MS, ToolCall, ToolCallError, parse_action
-from .miniwob import TASKS, task_id
 
 __all__ = ["CHROME_FLAGS", "BrowserMissing", "MiniWoBToolEnv", "chromium_paths"]
 
@@ -123,11 +122,14 @@ class MiniWoBToolEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
 
-    def __init__(self, task: str, *, screenshot: bool = False, max_steps: int = 0, page_timer_ms: int = 0):
-        self.task, self.screenshot = task, screenshot
-        self.max_steps = max_steps or TASKS[task].max_steps
+    def __init__(self, task: str, *, tools: tuple[str, ...] | list[str], max_steps: int, screenshot: bool = False,
+                 page_timer_ms: int = 0):
+        """``task``: the miniwob task name; ``tools``: the tool names offered; ``max_steps``: the env's own step
+        cap (truncation); ``page_timer_ms``: the page timer to set before each episode (0: the page's own)."""
+        self.task, self.scenario, self.screenshot = task, f"miniwob.{task}", screenshot
+        self.max_steps = max_steps
         self.page_timer_ms = page_timer_ms
-        self.tools = list(TASKS[task].tools)
+        self.tools = list(tools)
         self.render_mode = "rgb_array"
         spaces: dict[str, gym.Space] = {"goal": _text(4096), "dom": _text(1 << 20), "error": _text(4096),
                                         "meta": _text(4096), "raw": _text(1 << 21)}
@@ -167,7 +169,7 @@ class MiniWoBToolEnv(gym.Env):
         self._elements = {el["ref"]: el for el in elements}
         raw = {"utterance": str(mw_obs.get("utterance", "")),
                "fields": [[str(k), str(v)] for k, v in mw_obs.get("fields", ())], "dom_elements": elements}
-        meta = {"episode": self._episode, "step": self._steps, "task": task_id(self.task), "tools": self.tools}
+        meta = {"episode": self._episode, "step": self._steps, "task": self.scenario, "tools": self.tools}
         obs: dict[str, Any] = {"goal": self._goal, "dom": render_elements(elements),
                                "error": f"ERROR: {error}" if error else "", "meta": json.dumps(meta),
                                "raw": json.dumps(raw, ensure_ascii=False)}
@@ -180,7 +182,7 @@ class MiniWoBToolEnv(gym.Env):
 
     def _info(self, raw_reward: float = 0.0, *, tool_result: str = "", error: str = "", ended: bool = False,
               **flags: Any) -> dict[str, Any]:
-        return {"task": task_id(self.task), "episode": self._episode, "raw_reward": float(raw_reward),
+        return {"task": self.scenario, "episode": self._episode, "raw_reward": float(raw_reward),
                 "is_success": bool(ended and raw_reward == 1.0), "tool_result": tool_result, "error": error,
                 "terminal_action": False, "page_ended": False, "timed_out": False, "max_steps_reached": False,
                 **flags}
