@@ -162,8 +162,8 @@ RULES: list[tuple[re.Pattern, Callable[[re.Match, list[Element]], dict[str, Any]
     (re.compile(r'^Enter "(.*)" into the text field and press Submit'),
      lambda m, els: _fill_all(els, [(_first(els, lambda e: e.tag == "input_text"), m[1])])),
     (re.compile(r"^Select (.*) and click Submit"), lambda m, els: _checkboxes(els, m[1])),
-    (re.compile(r'Enter an item that starts with "(.*)" and ends with "(.*)"'),
-     lambda m, els: _autocomplete(els, m[1], m[2])),
+    (re.compile(r'Enter an item that starts with "(.*?)"(?: and ends with "(.*)")?'),
+     lambda m, els: _autocomplete(els, m[1], m[2] or "")),
 ]
 
 

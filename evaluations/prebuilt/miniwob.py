@@ -209,7 +209,7 @@ TASKS: dict[str, AgentTask] = {
 #: Tasks the reference agent solves from the messages alone (tests/agents run them end to end).
 REFERENCE_SOLVED: tuple[str, ...] = (
     "click-test", "click-button", "click-link", "focus-text", "enter-text", "enter-password", "login-user",
-    "click-checkboxes",
+    "click-checkboxes", "use-autocomplete",
 )
 
 
