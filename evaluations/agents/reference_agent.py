@@ -15,6 +15,10 @@ Routes (a threaded stdlib HTTP server, ``manage.py serve_reference_agent --port 
   it renders the raw elements itself.
 - ``POST /agent/step``: the HTTP agent protocol (:mod:`.bridge`): ``{"task", "goal", "observation", ...}`` →
   ``{"tool", "arguments", "usage"}``.
+
+The same decisions as an ordinary ``rlmesh`` model (:class:`ReferencePolicy`), for ``/v1`` runs on the MiniWoB env
+or behind the bridge's ``tcp://`` protocol:
+``python -m rlmesh.serve evaluations.agents.reference_agent:ReferencePolicy --address 127.0.0.1:7600``.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+import rlmesh
+
 from .observation import render_elements
 
-__all__ = ["Element", "decide", "make_server", "parse_dom", "reply_for_chat"]
+__all__ = ["Element", "ReferencePolicy", "decide", "make_server", "parse_dom", "reply_for_chat"]
 
 _LINE = re.compile(r"^(?P<indent> *)\[(?P<ref>-?\d+)\] (?P<tag>\S+)(?P<rest>.*)$")
 _Q = r"'(?:\\.|[^'\\])*'"
@@ -185,6 +191,17 @@ def decide(goal: str, dom: str) -> dict[str, Any]:
         if match:
             return build(match, elements) or _call("finish", reason="nothing left that I know how to do")
     return _call("finish", reason="I do not know this task")
+
+
+class ReferencePolicy(rlmesh.numpy.Model):
+    """:func:`decide` as an rlmesh model: reads the MiniWoB observation's ``goal`` and ``dom``, returns the action
+    text ``{"tool", "arguments"}``."""
+
+    workflow_edition = "2026.06"
+
+    def predict(self, observation: dict[str, Any]) -> str:
+        goal, dom = (str(observation.get(k, "")) for k in ("goal", "dom"))
+        return json.dumps(decide(goal, dom))
 
 
 def _observation_text(content: Any) -> tuple[str | None, str]:

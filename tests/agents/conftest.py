@@ -78,7 +78,8 @@ class Proc:
 
 @pytest.fixture
 def procs(tmp_path):
-    """Start processes with ``procs(args, name, **env)``; all are stopped at teardown."""
+    """Start processes with ``procs(args, name, **env)``; all are stopped at teardown, and no log line of any of
+    them may hold the endpoint key."""
     started: list[Proc] = []
 
     def start(args: list[str], name: str, **env: str) -> Proc:
@@ -89,6 +90,8 @@ def procs(tmp_path):
     yield start
     for proc in reversed(started):
         proc.stop()
+    for proc in started:
+        assert SECRET not in proc.log.read_text(), f"the endpoint key leaked into {proc.log.name}"
 
 
 def serve_env(procs, task: str, **params) -> str:

@@ -4,6 +4,7 @@ as real processes, driven by ``rlmesh.run(RemoteModel(bridge), env, seeds=...)``
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -117,3 +118,18 @@ def test_an_agent_that_never_finishes_is_truncated_at_the_step_cap(procs):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_env_is_an_ordinary_rlmesh_env_and_the_bridge_forwards_to_rlmesh_models(procs):
+    policy_port = free_port()
+    procs([sys.executable, "-m", "rlmesh.serve", "evaluations.agents.reference_agent:ReferencePolicy", "--address",
+           f"127.0.0.1:{policy_port}"], "policy").wait_port(policy_port)
+    env = serve_env(procs, "enter-password")
+    direct, _ = run(f"127.0.0.1:{policy_port}", env)  # an rlmesh model straight on the env: no bridge
+    assert [ep.success for ep in direct.episodes] == [True, True]
+    bridge = serve_bridge(procs, {"url": f"tcp://127.0.0.1:{policy_port}"})
+    result, log = run(bridge, env)
+    assert [ep.success for ep in result.episodes] == [True, True]
+    traces = [json.loads(s["action"])["trace"] for s in log.steps]
+    assert {t["protocol"] for t in traces} == {"rlmesh"} and all(t["attempts"] == 1 for t in traces)
+    assert SECRET not in json.dumps([s["action"] for s in log.steps])

@@ -123,6 +123,17 @@ def test_the_page_timer_is_lifted(env):
     assert env._browser.instance.driver.execute_script("return core.EPISODE_MAX_TIME;") == 3_600_000
 
 
+def test_the_page_timer_still_ends_the_episode_when_kept_short():
+    env = MiniWoB().make(task="click-test", page_timer_ms=300)
+    try:
+        env.reset(seed=0)
+        obs, reward, terminated, truncated, info = env.step(call("wait", ms=600))
+        assert terminated and not truncated and reward == 0.0
+        assert info["page_ended"] and info["timed_out"] and info["raw_reward"] == -1.0 and not info["is_success"]
+    finally:
+        env.close()
+
+
 def test_seeds_reproduce_goals_across_processes(env):
     seeds = [0, 1, 7]
     here = [env.reset(seed=s)[0]["goal"] for s in seeds]
