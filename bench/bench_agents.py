@@ -11,7 +11,9 @@ Prints (milliseconds unless noted):
 4. the reference agent's pass rate per task over ``--seeds`` seeds (chat completions with tools), with the env's
    ``step`` and the bridge's ``predict`` p50 from the driver.
 
-Usage: ``.venv/bin/python bench/bench_agents.py [--seeds 5] [--tasks click-test,login-user]``.
+``--catalog`` instead resets every catalog task once (one Chromium each) and prints its goal and element count.
+
+Usage: ``.venv/bin/python bench/bench_agents.py [--seeds 5] [--tasks click-test,login-user] [--catalog]``.
 """
 
 from __future__ import annotations
@@ -215,13 +217,31 @@ def bench_agent(tasks: list[str], seeds: int) -> None:
     print(f"driver predict over rlmesh (bridge + endpoint)       {fmt(all_predict)}  mean {statistics.mean(all_predict):.1f}")
 
 
+def bench_catalog() -> None:
+    from evaluations.prebuilt.miniwob import TASKS, MiniWoB
+
+    for task in TASKS:
+        t0 = time.perf_counter()
+        try:
+            env = MiniWoB().make(task=task)
+            obs, _ = env.reset(seed=0)
+            env.close()
+            print(f"catalog {task:26s} {len(obs['dom'].splitlines()):3d} elements {time.perf_counter() - t0:5.1f} s"
+                  f"  {obs['goal'][:70]!r}")
+        except Exception as exc:  # noqa: BLE001 - report every task
+            print(f"catalog {task:26s} FAILED {type(exc).__name__}: {str(exc)[:120]}")
+
+
 def main() -> None:
     from evaluations.prebuilt.miniwob import REFERENCE_SOLVED
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--tasks", default=",".join(REFERENCE_SOLVED))
+    parser.add_argument("--catalog", action="store_true")
     args = parser.parse_args()
+    if args.catalog:
+        return bench_catalog()
     print(f"(logs in {LOGS}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     bench_env()
     bench_memory()

@@ -160,7 +160,7 @@ class EndpointBridge(rlmesh.numpy.Model):
     workflow_edition = "2026.06"
 
     def load(  # type: ignore[override]
-        self, url: str = "", model: str = "", use_wrapper: bool = True, send_tool_definitions: bool = True,
+        self, url: str = "", model: str | None = None, use_wrapper: bool = True, send_tool_definitions: bool = True,
         use_openai_chat: bool = True, minimal_observation: bool | None = None, additional_params: dict | None = None,
         timeout_seconds: float = 60.0, max_retries: int = 3, backoff_seconds: float = 0.5,
         max_backoff_seconds: float = 30.0, history_size: int = 256,

@@ -48,8 +48,8 @@ __all__ = ["SYSTEM_PROMPT", "first_user_message", "raw_message", "render_element
 SYSTEM_PROMPT = (
     "You operate a web page to achieve the GOAL. Each turn you see the page as a list of elements, one per line: "
     "[ref] tag id=... class='...' 'text' value='...' checked focused. Act with exactly one tool call per turn, "
-    "using the element refs in brackets. The task usually ends by itself when you submit; call finish when you "
-    "are done or stuck."
+    "using the element refs in brackets. To choose in a select element, type the option's text into it. The task "
+    "usually ends by itself when you submit; call finish when you are done or stuck."
 )
 
 _CHECKABLE = ("input_checkbox", "input_radio")

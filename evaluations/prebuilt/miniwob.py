@@ -37,17 +37,18 @@ lifted to ``page_timer_ms`` (default one hour) so LLM-speed agents are not score
 gives the same goal in any process (miniwob seeds the page's ``Math.seedrandom``).
 
 **Catalog**: :data:`TASKS` lists the tasks whose pages need only the five tools (element refs, typing, keys; no
-coordinates). The reference agent (:mod:`evaluations.agents.reference_agent`) solves the ones in
-:data:`REFERENCE_SOLVED`; the rest are included by inspection of their pages. Excluded, because they need
+coordinates; a ``select`` is set by typing an option's text into it). The reference agent
+(:mod:`evaluations.agents.reference_agent`) solves the ones in :data:`REFERENCE_SOLVED`; every other entry resets
+and renders (``bench/bench_agents.py --catalog``) and was included by reading its page. Excluded, because they need
 coordinates, dragging, drawing, hovering, text selection, or information only the pixels carry:
 ``bisect-angle``, ``circle-center``, ``right-angle``, ``find-midpoint``, ``grid-coordinate``, ``chase-circle``,
 ``moving-items`` (coordinates); ``drag-*``, ``draw-*``, ``resize-textarea``, ``use-slider*``, ``use-colorwheel*``,
-``highlight-text*``, ``text-editor`` (drag/selection); ``hover-shape`` (hover); ``click-color``, ``click-pie*``,
-``click-shape``, ``count-shape``, ``count-sides``, ``identify-shape``, ``visual-addition``, ``number-checkboxes``,
-``simon-says`` (colours, shapes or drawings only in pixels); ``click-scroll-list``, ``scroll-text-2``,
-``form-sequence`` (multi-select and scrolling/slider gestures); ``text-transform`` (distorted text); ``*-nodelay``,
-``*-easy``/``-medium`` variants and ``flight.*`` (duplicates or a separate HTTP-served site). Nothing here imports
-Chromium, selenium or miniwob at module level: the API reads :data:`TASKS` cheaply.
+``highlight-text*``, ``text-editor`` (drag/selection); ``hover-shape`` (hover); ``click-color``, ``click-shades``,
+``click-pie*``, ``click-shape``, ``count-shape``, ``count-sides``, ``identify-shape``, ``visual-addition``,
+``number-checkboxes``, ``simon-says`` (colours, shapes or drawings only in pixels); ``click-scroll-list``,
+``scroll-text-2``, ``form-sequence`` (multi-select, scrolling, a slider); ``text-transform`` (distorted text);
+``*-nodelay``, ``*-easy``/``-medium`` variants and ``flight.*`` (duplicates, or a separate HTTP-served site). Nothing
+here imports Chromium, selenium or miniwob at module level: the API reads :data:`TASKS` cheaply.
 """
 
 from __future__ import annotations
@@ -112,8 +113,6 @@ TASKS: dict[str, AgentTask] = {
     "click-menu": _t("Click menu items.", "Select Almira>Sherye>Anissa", 10, CLICK_TOOLS),
     "click-menu-2": _t("Find a specific item from a menu.",
                        'Click the "Menu" button, and then find and click on the item labeled "Next".', 10, CLICK_TOOLS),
-    "click-shades": _t("Click the shades that match a specified color.",
-                       "Select all the shades of blue and press Submit.", 15, CLICK_TOOLS),
     "click-tab": _t("Click on a tab element.", "Click on Tab #1.", 5, CLICK_TOOLS),
     "click-tab-2": _t("Click a link inside a specific tab element.",
                       'Switch between the tabs to find and click on the link "Habitasse".', 10, CLICK_TOOLS),

@@ -34,6 +34,10 @@ def ref_of(dom: str, needle: str) -> int:
 
 
 def test_the_catalog_needs_no_browser():
+    import gymnasium
+    import miniwob  # noqa: F401 - registers the miniwob/<task>-v1 ids
+
+    assert [t for t in TASKS if f"miniwob/{t}-v1" not in gymnasium.registry] == []
     assert VARIANTS["miniwob.login-user"] == {"task": "login-user"}
     assert TASKS["click-test"].tools == ("click", "wait", "finish") and TASKS["login-user"].max_steps == 8
     catalog = {v.id: v for v in MiniWoB.enumerate_variants()}
