@@ -14,6 +14,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -33,6 +34,18 @@ CHROME_FLAGS: tuple[str, ...] = (
 TASK_HEIGHT, TASK_WIDTH = 210, 160
 _KEY_ALIASES = {"<Up>": "<ArrowUp>", "<Down>": "<ArrowDown>", "<Left>": "<ArrowLeft>", "<Right>": "<ArrowRight>",
                 "<Esc>": "<Escape>", "<Return>": "<Enter>", "<Del>": "<Delete>"}
+
+
+#: Fresh Chromium profile directories are ``$TMPDIR/miniwob-chromium-<pid>-<random>``.
+PROFILE_PREFIX = "miniwob-chromium-"
+
+
+def _sweep_profiles() -> None:
+    """Remove profile directories left by env processes that died without ``close()`` (a SIGTERMed server)."""
+    for path in Path(tempfile.gettempdir()).glob(f"{PROFILE_PREFIX}*-*"):
+        pid = path.name[len(PROFILE_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 class BrowserMissing(RuntimeError):
@@ -147,7 +160,8 @@ class MiniWoBToolEnv(gym.Env):
     def _ensure_browser(self):
         if self._browser is None or self._browser.instance.died:
             self.close()
-            self._profile = tempfile.mkdtemp(prefix="miniwob-chromium-")
+            _sweep_profiles()
+            self._profile = tempfile.mkdtemp(prefix=f"{PROFILE_PREFIX}{os.getpid()}-")
             self._browser = _browser_class()(self.task, self.page_timer_ms, self._profile)
         return self._browser
 
