@@ -142,7 +142,8 @@ def bench_memory() -> None:
     try:
         env = rlmesh.numpy.RemoteEnv(f"127.0.0.1:{port}", connect_timeout_seconds=10)
         env.reset(seed=0)
-        print(f"mem  one served env after a reset (python + chromedriver + Chromium): PSS {tree_pss_mb(proc.pid):.0f} MB")
+        pss = tree_pss_mb(proc.pid)
+        print(f"mem  one served env after a reset (python + chromedriver + Chromium): PSS {pss:.0f} MB")
         env.close()
     finally:
         stop(proc)
@@ -207,14 +208,16 @@ def bench_agent(tasks: list[str], seeds: int) -> None:
             all_hop += hop_ms
             all_overhead += overhead_ms
             print(f"agent {task:18s} pass {passes}/{seeds}  steps {len(step_ms):3d}  env.step p50 "
-                  f"{pct(step_ms, .5):6.1f}  predict p50 {pct(predict_ms, .5):6.1f}  ({time.perf_counter() - t0:.1f} s)")
+                  f"{pct(step_ms, .5):6.1f}  predict p50 {pct(predict_ms, .5):6.1f}  "
+                  f"({time.perf_counter() - t0:.1f} s)")
     finally:
         stop(bridge)
         server.shutdown()
     print(f"bridge own time per step (trace.overheadMs)          {fmt(all_overhead)}")
     print(f"bridge predict minus endpoint call (driver view)     {fmt(all_hop)}")
     print(f"driver env.step over rlmesh                          {fmt(all_step)}")
-    print(f"driver predict over rlmesh (bridge + endpoint)       {fmt(all_predict)}  mean {statistics.mean(all_predict):.1f}")
+    print(f"driver predict over rlmesh (bridge + endpoint)       {fmt(all_predict)}  "
+          f"mean {statistics.mean(all_predict):.1f}")
 
 
 def bench_catalog() -> None:

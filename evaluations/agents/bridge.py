@@ -186,7 +186,8 @@ class EndpointBridge(rlmesh.numpy.Model):
             backoff_seconds=float(backoff_seconds), max_backoff_seconds=float(max_backoff_seconds),
             key=os.environ.get(KEY_ENV, ""))
         protocol = self.cfg.protocol
-        self._transport = {"rlmesh": RlmeshModel, "openai-chat": OpenAIChat, "http-agent": HttpAgent}[protocol](self.cfg)
+        transports = {"rlmesh": RlmeshModel, "openai-chat": OpenAIChat, "http-agent": HttpAgent}
+        self._transport = transports[protocol](self.cfg)
 
     # -- per-episode state -------------------------------------------------------------------------------
     def _episode(self, obs: _Obs) -> _Episode:
@@ -243,11 +244,14 @@ class EndpointBridge(rlmesh.numpy.Model):
         image = self._image(obs)
         text = self._content(obs, first=not episode.messages)
         if not episode.messages:
-            system = SYSTEM_PROMPT if self.cfg.send_tool_definitions else f"{SYSTEM_PROMPT}\n\n{tools_prompt(obs.tools)}"
+            system = SYSTEM_PROMPT
+            if not self.cfg.send_tool_definitions:
+                system = f"{SYSTEM_PROMPT}\n\n{tools_prompt(obs.tools)}"
             episode.messages = [{"role": "system", "content": system}, _user(text, image)]
         elif episode.pending:
             episode.messages.append({"role": "tool", "tool_call_id": episode.pending[0], "content": text})
-            episode.messages += [{"role": "tool", "tool_call_id": i, "content": IGNORED_CALL} for i in episode.pending[1:]]
+            episode.messages += [{"role": "tool", "tool_call_id": i, "content": IGNORED_CALL}
+                                 for i in episode.pending[1:]]
             if image:
                 episode.messages.append(_user("Screenshot of the page after the action:", image))
         else:
@@ -324,7 +328,8 @@ class EndpointBridge(rlmesh.numpy.Model):
         except json.JSONDecodeError:
             action = None
         if not isinstance(action, dict):
-            return {"tool": None, "error": f"the model's action is not a JSON object: {str(reply.action)[:80]!r}"}, trace
+            why = f"the model's action is not a JSON object: {str(reply.action)[:80]!r}"
+            return {"tool": None, "error": why}, trace
         action.pop("trace", None)
         return action, trace
 

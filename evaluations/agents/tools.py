@@ -68,7 +68,8 @@ def _schema(name: str, description: str, properties: dict[str, dict], required: 
 TOOL_SCHEMAS: dict[str, dict] = {
     "click": _schema("click", "Click the element with this ref (the number in brackets in the DOM listing).",
                      {"ref": {**_INT, "description": "element ref"}}, ("ref",)),
-    "type_text": _schema("type_text", "Focus the element with this ref, then type the text (appended to what is there).",
+    "type_text": _schema("type_text",
+                         "Focus the element with this ref, then type the text (appended to what is there).",
                          {"ref": {**_INT, "description": "element ref"}, "text": {**_STR, "description": "text"}},
                          ("ref", "text")),
     "press_key": _schema("press_key", "Press one key or key combination, e.g. 'a', '<Enter>', '<Backspace>', "

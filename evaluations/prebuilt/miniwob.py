@@ -57,7 +57,8 @@ from dataclasses import dataclass
 
 import rlmesh
 
-__all__ = ["CLICK_TOOLS", "REFERENCE_SOLVED", "TASKS", "TYPE_TOOLS", "VARIANTS", "AgentTask", "MiniWoB", "task_id"]
+__all__ = ["CLICK_TOOLS", "REFERENCE_SOLVED", "SCENARIOS", "TASKS", "TYPE_TOOLS", "VARIANTS", "AgentTask", "MiniWoB",
+           "task_id"]
 
 #: Tool sets a task needs (``wait`` and ``finish`` always included).
 CLICK_TOOLS: tuple[str, ...] = ("click", "wait", "finish")
@@ -216,6 +217,14 @@ def task_id(task: str) -> str:
     """The scenario id of a task: ``miniwob.<task>`` (e.g. ``miniwob.login-user``)."""
     return f"miniwob.{task}"
 
+
+#: Scenario id → what the API shows without a browser: ``{"task", "description", "example_goal", "max_steps",
+#: "tools"}``, e.g. ``SCENARIOS["miniwob.login-user"]["max_steps"] == 8``.
+SCENARIOS: dict[str, dict] = {
+    task_id(task): {"task": task, "description": e.description, "example_goal": e.example_goal,
+                    "max_steps": e.max_steps, "tools": list(e.tools)}
+    for task, e in TASKS.items()
+}
 
 #: Scenario id → make params, e.g. ``"miniwob.login-user" → {"task": "login-user"}``.
 VARIANTS: dict[str, dict[str, str]] = {task_id(task): {"task": task} for task in TASKS}

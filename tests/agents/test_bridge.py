@@ -40,7 +40,8 @@ class Scripted(BaseHTTPRequestHandler):
 
     def do_POST(self):  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.seen.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body, "t": time.monotonic()})
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.seen.append({"path": self.path, "headers": headers, "body": body, "t": time.monotonic()})
         status, headers, payload = self.replies.get_nowait()
         data = json.dumps(payload).encode() if not isinstance(payload, bytes) else payload
         self.send_response(status)

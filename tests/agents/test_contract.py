@@ -122,7 +122,8 @@ def test_bad_openai_tool_calls_are_errors():
 
 
 def test_the_env_action_parser_reports_every_kind_of_bad_action():
-    assert parse_action('{"tool": "click", "arguments": {"ref": 3}, "trace": {"x": 1}}') == ToolCall("click", {"ref": 3})
+    action = '{"tool": "click", "arguments": {"ref": 3}, "trace": {"x": 1}}'
+    assert parse_action(action) == ToolCall("click", {"ref": 3})
     assert parse_action(b'{"tool": "finish"}') == ToolCall("finish", {})
     endpoint = parse_action(json.dumps({"tool": ENDPOINT_ERROR_TOOL, "arguments": {"message": "down"}}), ("click",))
     assert endpoint == ToolCall(ENDPOINT_ERROR_TOOL, {"message": "down"})

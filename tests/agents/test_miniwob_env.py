@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import rlmesh
 
-from evaluations.prebuilt.miniwob import TASKS, VARIANTS, MiniWoB
+from evaluations.prebuilt.miniwob import SCENARIOS, TASKS, VARIANTS, MiniWoB
 
 from .conftest import ROOT, child_env
 
@@ -39,6 +39,9 @@ def test_the_catalog_needs_no_browser():
 
     assert [t for t in TASKS if f"miniwob/{t}-v1" not in gymnasium.registry] == []
     assert VARIANTS["miniwob.login-user"] == {"task": "login-user"}
+    assert SCENARIOS["miniwob.login-user"] == {"task": "login-user", "description": TASKS["login-user"].description,
+                                               "example_goal": TASKS["login-user"].example_goal, "max_steps": 8,
+                                               "tools": list(TASKS["login-user"].tools)}
     assert TASKS["click-test"].tools == ("click", "wait", "finish") and TASKS["login-user"].max_steps == 8
     catalog = {v.id: v for v in MiniWoB.enumerate_variants()}
     assert catalog["miniwob.login-user"].metadata["tools"] == list(TASKS["login-user"].tools)
