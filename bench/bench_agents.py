@@ -6,8 +6,9 @@ Prints (milliseconds unless noted):
 1. env: ``make()`` + first ``reset`` (Chromium start), later ``reset``s, and in-process step latency per tool
    (``type_text``, ``click`` on a label, ``press_key``, ``wait(0)``), p50/p95;
 2. memory: PSS (``/proc/<pid>/smaps_rollup``) of one served env's process tree (python + chromedriver + Chromium);
-3. the bridge: its own time per step (``trace.overheadMs``: everything but the endpoint call) and, seen from the
-   driver, ``predict`` minus the endpoint call (adds the rlmesh RPC hop), p50/p95;
+3. the bridge: its own time per step (``trace.overheadMs``: everything but the endpoint call), seen from the driver
+   ``predict`` minus the endpoint call (adds the rlmesh RPC hop), and ``predict`` minus the same request replayed
+   straight to the endpoint with ``http.client`` (adds the openai client too), p50/p95;
 4. the reference agent's pass rate per task over ``--seeds`` seeds (chat completions with tools), with the env's
    ``step`` and the bridge's ``predict`` p50 from the driver.
 
@@ -149,9 +150,20 @@ def bench_memory() -> None:
         stop(proc)
 
 
-def run_task(task: str, bridge: str, seeds: int) -> tuple[int, list[float], list[float], list[float], list[float]]:
-    """One task over ``seeds`` seeds through an explicit session loop: (passes, step ms, predict ms,
-    predict − endpoint ms, bridge overheadMs)."""
+def replay_ms(conn, trace: dict) -> float:
+    """The endpoint's own latency for a traced chat request, replayed with ``http.client`` (keep-alive)."""
+    import urllib.parse
+
+    body = json.dumps(trace["request"]["body"])
+    t = time.perf_counter()
+    conn.request("POST", urllib.parse.urlsplit(trace["request"]["url"]).path, body=body,
+                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"})
+    conn.getresponse().read()
+    return (time.perf_counter() - t) * 1000
+
+
+def run_task(task: str, bridge: str, seeds: int, conn) -> dict[str, list[float] | int]:
+    """One task over ``seeds`` seeds through an explicit session loop: passes and per-step timings (ms)."""
     import rlmesh
 
     from evaluations.prebuilt.miniwob import TASKS
@@ -159,7 +171,7 @@ def run_task(task: str, bridge: str, seeds: int) -> tuple[int, list[float], list
     port = free_port()
     proc = start([sys.executable, "-m", "rlmesh.serve", "--env", "evaluations.prebuilt.miniwob:MiniWoB", "--address",
                   f"127.0.0.1:{port}", "--kwargs-json", json.dumps({"task": task})], f"env-{task}", port)
-    passes, step_ms, predict_ms, hop_ms, overhead_ms = 0, [], [], [], []
+    passes, step_ms, predict_ms, hop_ms, overhead_ms, raw_ms = 0, [], [], [], [], []
     try:
         env = rlmesh.numpy.RemoteEnv(f"127.0.0.1:{port}", connect_timeout_seconds=10)
         model = rlmesh.numpy.RemoteModel(bridge, connect_timeout_seconds=10)
@@ -173,6 +185,7 @@ def run_task(task: str, bridge: str, seeds: int) -> tuple[int, list[float], list
                     trace = json.loads(str(action))["trace"]
                     hop_ms.append(predict_ms[-1] - trace["latencyMs"] - trace["backoffMs"])
                     overhead_ms.append(trace["overheadMs"])
+                    raw_ms.append(predict_ms[-1] - replay_ms(conn, trace))
                     assert KEY not in str(action)
                     t = time.perf_counter()
                     obs, _, terminated, truncated, info = session.step(action)
@@ -183,7 +196,8 @@ def run_task(task: str, bridge: str, seeds: int) -> tuple[int, list[float], list
         env.close()
     finally:
         stop(proc)
-    return passes, step_ms, predict_ms, hop_ms, overhead_ms
+    return {"passes": passes, "step": step_ms, "predict": predict_ms, "hop": hop_ms, "overhead": overhead_ms,
+            "raw": raw_ms}
 
 
 def bench_agent(tasks: list[str], seeds: int) -> None:
@@ -198,26 +212,28 @@ def bench_agent(tasks: list[str], seeds: int) -> None:
     bridge = start([sys.executable, "-m", "rlmesh.serve", "evaluations.agents.bridge:EndpointBridge", "--address",
                     f"127.0.0.1:{port}", "--kwargs-json", json.dumps({"url": url, "model": "reference"})],
                    "bridge", port, RLMESH_ENDPOINT_KEY=KEY)
-    all_step, all_predict, all_hop, all_overhead = [], [], [], []
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1])
+    total: dict[str, list[float]] = {"step": [], "predict": [], "hop": [], "overhead": [], "raw": []}
     try:
         for task in tasks:
             t0 = time.perf_counter()
-            passes, step_ms, predict_ms, hop_ms, overhead_ms = run_task(task, f"127.0.0.1:{port}", seeds)
-            all_step += step_ms
-            all_predict += predict_ms
-            all_hop += hop_ms
-            all_overhead += overhead_ms
-            print(f"agent {task:18s} pass {passes}/{seeds}  steps {len(step_ms):3d}  env.step p50 "
-                  f"{pct(step_ms, .5):6.1f}  predict p50 {pct(predict_ms, .5):6.1f}  "
+            got = run_task(task, f"127.0.0.1:{port}", seeds, conn)
+            for name in total:
+                total[name] += got[name]
+            print(f"agent {task:18s} pass {got['passes']}/{seeds}  steps {len(got['step']):3d}  env.step p50 "
+                  f"{pct(got['step'], .5):6.1f}  predict p50 {pct(got['predict'], .5):6.1f}  "
                   f"({time.perf_counter() - t0:.1f} s)")
     finally:
         stop(bridge)
         server.shutdown()
-    print(f"bridge own time per step (trace.overheadMs)          {fmt(all_overhead)}")
-    print(f"bridge predict minus endpoint call (driver view)     {fmt(all_hop)}")
-    print(f"driver env.step over rlmesh                          {fmt(all_step)}")
-    print(f"driver predict over rlmesh (bridge + endpoint)       {fmt(all_predict)}  "
-          f"mean {statistics.mean(all_predict):.1f}")
+    print(f"bridge own time per step (trace.overheadMs)          {fmt(total['overhead'])}")
+    print(f"bridge predict minus endpoint call (driver view)     {fmt(total['hop'])}")
+    print(f"bridge predict minus the same request sent raw       {fmt(total['raw'])}")
+    print(f"driver env.step over rlmesh                          {fmt(total['step'])}")
+    print(f"driver predict over rlmesh (bridge + endpoint)       {fmt(total['predict'])}  "
+          f"mean {statistics.mean(total['predict']):.1f}")
 
 
 def bench_catalog() -> None:

@@ -263,6 +263,8 @@ def reply_for_step(request: dict[str, Any]) -> dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: the bridge reuses its connection
+    # Headers and body go out in two writes; without TCP_NODELAY, Nagle + delayed ACK stall each reply ~40 ms.
+    disable_nagle_algorithm = True
     routes = {"/v1/chat/completions": reply_for_chat, "/chat/completions": reply_for_chat,
               "/agent/step": reply_for_step}
 

@@ -4,7 +4,9 @@ Three transports, each ``send(body) -> Reply`` raising :class:`EndpointError` on
 
 - :class:`OpenAIChat`: ``POST {url}/v1/chat/completions`` (``{url}/chat/completions`` when ``url`` ends in
   ``/v1``) through the official ``openai`` client (its own retries off), ``Authorization: Bearer <key>`` (no
-  header without a key), ``additional_params`` merged into the JSON body (``extra_body``).
+  header without a key), ``additional_params`` merged into the JSON body. The body goes through the client's
+  generic ``post`` (parsed into its ``ChatCompletion``): ``chat.completions.create`` walks every message through
+  its TypedDict transform first, 2–3 ms per call on a 10-message conversation, half the bridge's budget.
 - :class:`HttpAgent`: ``POST {url}`` with our plain JSON agent protocol (see :mod:`evaluations.agents.bridge`).
 - :class:`RlmeshModel`: an ``rlmesh`` model server at ``tcp://host:port`` (``rlmesh.numpy.RemoteModel``).
 
@@ -133,22 +135,26 @@ class OpenAIChat:
     def __init__(self, cfg: EndpointConfig):
         import openai
 
+        import logging
+
+        from openai.types.chat import ChatCompletion
+
         self.cfg = cfg
         self._openai = openai
+        self._completion = ChatCompletion
         self._client = openai.OpenAI(api_key=cfg.key or "no-key", base_url=_base_url(cfg.url),
                                      timeout=cfg.timeout_seconds, max_retries=0)
         # Without a key, send no Authorization header at all (the client insists on one unless omitted per call).
-        self._headers = {} if cfg.key else {"Authorization": openai.omit}
+        self._options = {} if cfg.key else {"headers": {"Authorization": openai.omit}}
+        # One INFO line per request from the HTTP library is noise in a bridge's log (and costs time per step).
+        logging.getLogger("httpx2").setLevel(logging.WARNING)
 
     def send(self, body: dict[str, Any]) -> Reply:
-        """POST ``body`` (``model``, ``messages``, optional ``tools``; ``additional_params`` are merged)."""
+        """POST ``body`` as is (``model``, ``messages``, optional ``tools``, the ``additional_params``)."""
         openai = self._openai
-        extra = {k: v for k, v in body.items() if k not in ("model", "messages", "tools")}
-        kwargs: dict[str, Any] = {"tools": body["tools"]} if body.get("tools") else {}
         try:
-            completion = self._client.chat.completions.create(
-                model=body["model"], messages=body["messages"], extra_body=extra or None,
-                extra_headers=self._headers or None, **kwargs)
+            completion = self._client.post("/chat/completions", body=body, cast_to=self._completion,
+                                           options=self._options)
         except openai.APIStatusError as exc:
             raise EndpointError(f"HTTP {exc.status_code}: {str(exc.message)[:300]}",
                                 retryable=_retryable_status(exc.status_code), status=exc.status_code,
@@ -159,9 +165,11 @@ class OpenAIChat:
             raise EndpointError(f"connection failed: {exc.__cause__ or exc}"[:300], retryable=True) from None
         except openai.APIError as exc:  # a reply that is not a chat completion
             raise EndpointError(f"bad reply: {exc}"[:300], retryable=False) from None
-        if not completion.choices:
+        if not isinstance(completion, self._completion):
+            raise EndpointError("bad reply: not a chat completion", retryable=False, status=200)
+        message = completion.choices[0].message if completion.choices else None
+        if message is None:
             raise EndpointError("bad reply: no choices", retryable=False, status=200)
-        message = completion.choices[0].message
         tool_calls = [tc.model_dump(exclude_none=True) for tc in (message.tool_calls or [])]
         usage = completion.usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"}) \
             if completion.usage else None

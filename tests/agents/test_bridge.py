@@ -243,3 +243,13 @@ def test_retry_after_reads_seconds_and_http_dates():
     cfg = EndpointConfig(url="http://x", max_retries=3, backoff_seconds=0.5, max_backoff_seconds=30)
     reply, stats = call_with_retries(send, cfg, sleep=slept.append)
     assert reply.status == 200 and stats["attempts"] == 3 and slept == [30, 1.0]
+
+
+def test_a_reply_that_is_not_a_chat_completion_is_an_endpoint_error(monkeypatch, scripted):
+    scripted.handler.replies.put((200, {}, {"unexpected": True}))
+    scripted.handler.replies.put((200, {"Content-Type": "text/html"}, b"<html>hello</html>"))
+    b = bridge(monkeypatch, url=scripted.url)
+    first, second = act(b, obs()), act(b, obs(episode="ep-2"))
+    assert first["tool"] == "__endpoint_error__" and first["trace"]["attempts"] == 1
+    assert first["arguments"]["message"] == "endpoint unavailable: bad reply: no choices"
+    assert second["arguments"]["message"] == "endpoint unavailable: bad reply: not a chat completion"
