@@ -20,6 +20,7 @@ Usage: ``.venv/bin/python bench/bench_agents.py [--seeds 5] [--tasks click-test,
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import socket
@@ -27,7 +28,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,8 +155,6 @@ def bench_memory() -> None:
 
 def replay_ms(conn, trace: dict) -> float:
     """The endpoint's own latency for a traced chat request, replayed with ``http.client`` (keep-alive)."""
-    import urllib.parse
-
     body = json.dumps(trace["request"]["body"])
     t = time.perf_counter()
     conn.request("POST", urllib.parse.urlsplit(trace["request"]["url"]).path, body=body,
@@ -203,7 +204,6 @@ def run_task(task: str, bridge: str, seeds: int, conn) -> dict[str, list[float] 
 def bench_agent(tasks: list[str], seeds: int) -> None:
     from evaluations.agents.reference_agent import make_server
 
-    import threading
 
     server = make_server()
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -212,8 +212,6 @@ def bench_agent(tasks: list[str], seeds: int) -> None:
     bridge = start([sys.executable, "-m", "rlmesh.serve", "evaluations.agents.bridge:EndpointBridge", "--address",
                     f"127.0.0.1:{port}", "--kwargs-json", json.dumps({"url": url, "model": "reference"})],
                    "bridge", port, RLMESH_ENDPOINT_KEY=KEY)
-    import http.client
-
     conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1])
     total: dict[str, list[float]] = {"step": [], "predict": [], "hop": [], "overhead": [], "raw": []}
     try:
