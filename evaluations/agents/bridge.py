@@ -6,7 +6,8 @@ Started by the runtime like any model server; the API key is read from the proce
     RLMESH_ENDPOINT_KEY=sk-... python -m rlmesh.serve evaluations.agents.bridge:EndpointBridge \\
         --address 127.0.0.1:7500 --kwargs-json '{"url": "https://agent.example.com", "model": "gpt-4.1"}'
 
-``load(**config)`` keys (:class:`~evaluations.agents.transport.EndpointConfig`): ``url``, ``model``,
+``load(**config)`` keys (:class:`~evaluations.agents.transport.EndpointConfig`): ``url``, ``model`` (sent as the
+chat ``model``; ``"agent"`` when unset),
 ``use_wrapper`` (true: the contract messages of :mod:`.observation`; false: the raw observation JSON),
 ``send_tool_definitions`` (true: OpenAI ``tools``; false: tools described in the system message, the call read
 from the reply text), ``use_openai_chat`` (true: chat completions; false: the HTTP agent protocol below),
@@ -16,7 +17,8 @@ from the reply text), ``use_openai_chat`` (true: chat completions; false: the HT
 
 Each ``predict(observation)`` reads ``meta`` (``episode``, ``step``, ``task``, ``tools``) from the MiniWoB
 observation, extends that episode's conversation (an LRU of ``history_size`` episodes, restarted when ``step``
-is 0), calls the endpoint and returns the action text: ``{"tool", "arguments", "trace"}``; ``{"tool": null,
+is 0; an observation without ``meta`` is a fresh conversation every step), calls the endpoint and returns the
+action text: ``{"tool", "arguments", "trace"}``; ``{"tool": null,
 "error": "<why>", "trace"}`` when the reply holds no usable tool call; ``{"tool": "__endpoint_error__",
 "arguments": {"message"}, "trace"}`` after the last retry failed. ``trace``: ``protocol``, ``request``
 (``method``, ``url``, ``headers`` with the key redacted, ``body`` as sent with screenshots replaced by
@@ -145,7 +147,11 @@ class _Obs:
 
     @classmethod
     def read(cls, observation: dict[str, Any]) -> _Obs:
-        meta = json.loads(_text(observation.get("meta")) or "{}")
+        try:
+            meta = json.loads(_text(observation.get("meta")) or "{}")
+        except json.JSONDecodeError:
+            meta = {}
+        meta = meta if isinstance(meta, dict) else {}
         shot = observation.get("screenshot")
         return cls(goal=_text(observation.get("goal")), dom=_text(observation.get("dom")),
                    error=_text(observation.get("error")), raw=_text(observation.get("raw")),
