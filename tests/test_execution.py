@@ -256,3 +256,19 @@ def test_recorded_videos_count_against_the_organizations_storage_quota(tenant_a,
     run_all(again)
     assert [e.video for e in episodes(again)] == ["", ""]
     assert all("storage quota" in e.video_meta["error"] and e.status == "completed" for e in episodes(again))
+
+
+def test_a_process_that_never_imported_the_tasks_can_send_them(tmp_path):
+    """The web server sends shards without importing evaluations.tasks (dispatch finds tasks by name)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, django; os.environ['DJANGO_SETTINGS_MODULE'] = 'rlmesh_site.settings'; django.setup()\n"
+        "from evaluations.runs import dispatch\n"
+        "task = dispatch._task(dispatch.RUN_SHARD)\n"
+        "print(task.name, task.queue, dispatch._task(dispatch.PROBE_IMAGE).queue)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "RLMESH_VAR_DIR": str(tmp_path)}, check=True).stdout.split()
+    assert out == ["evaluations.run_shard", "shards", "maintenance"]

@@ -23,8 +23,16 @@ PROBE_IMAGE = "evaluations.probe_image"
 REAP_SHARDS = "evaluations.reap_shards"
 
 
+def _task(name: str):
+    """The registered task ``name``. A process that is not a worker (the web server) has not imported the task
+    modules yet: Celery's own autodiscovery (``import_default_modules``) imports them on first use."""
+    if name not in current_app.tasks:
+        current_app.loader.import_default_modules()
+    return current_app.tasks[name]
+
+
 def _send(name: str, *args) -> None:
-    current_app.tasks[name].apply_async(args)
+    _task(name).apply_async(args)
 
 
 def send_shards(shard_ids: Iterable[int], *, on_commit: bool = True) -> None:
