@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from celery import current_app
 from django.db import transaction
 
-__all__ = ["RUN_SHARD", "PROBE_IMAGE", "REAP_SHARDS", "request_reap", "send_probe", "send_shards"]
+__all__ = ["DELIVER_WEBHOOK", "RUN_SHARD", "PROBE_IMAGE", "REAP_SHARDS", "request_reap", "send_probe", "send_shards",
+           "send_webhook"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,3 +62,10 @@ def send_probe(version_id: int) -> None:
 def request_reap() -> None:
     """Ask any worker to run the reaper now (sent at worker start, so a crashed worker's shards recover at once)."""
     _send(REAP_SHARDS)
+
+
+def send_webhook(evaluation_id: int, attempt: int = 1, *, countdown: float | None = None) -> None:
+    """Send the ``deliver_webhook`` message for attempt ``attempt`` of an evaluation's webhook, ``countdown`` seconds
+    from now (the exponential backoff between attempts), once the current transaction commits (robust: a broker
+    outage loses a webhook, never the status change that caused it)."""
+    transaction.on_commit(lambda: _send(DELIVER_WEBHOOK, evaluation_id, attempt, countdown=countdown), robust=True)
