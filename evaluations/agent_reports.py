@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 from .choices import EpisodeStatus, EvaluationStatus, ImageKind, ShardStatus, StopCondition
 from .models import Episode, Evaluation, ImageVersion, Organization, Shard
 
-__all__ = ["STATUS_WORDS", "agent_env_versions", "agent_evaluations", "agent_usage", "episode_public_id",
+__all__ = ["STATUS_WORDS", "agent_env_versions", "agent_metrics", "agent_evaluations", "agent_usage", "episode_public_id",
            "find_rollout", "result_of", "rollout_id", "status_document", "usage_camel"]
 
 #: Evaluation status → the seed's status word.
@@ -209,6 +209,14 @@ def status_document(evaluation: Evaluation, *, deliveries: bool = True) -> dict:
              "duration_ms": d.duration_ms, "at": _iso(d.at), "next_attempt_at": _iso(d.next_attempt_at)}
             for d in evaluation.webhook_deliveries.all()]}
     return doc
+
+
+def agent_metrics(evaluation: Evaluation) -> dict | None:
+    """The ``agent`` block of ``/v1`` metrics (camelCase :func:`agent_usage`), or None for an evaluation without
+    agent rollouts."""
+    if not evaluation.episodes.exclude(agent={}).exists():
+        return None
+    return usage_camel(agent_usage(evaluation_results(evaluation)))
 
 
 def _iso(value) -> str | None:

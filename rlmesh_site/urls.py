@@ -38,6 +38,9 @@ urlpatterns = [
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("v1/", include("evaluations.api.urls")),
     re_path(r"^v1(?:/(?P<rest>.*))?$", api_not_found),
+    # The seed-004 API for agent evaluations (evaluations/api/agents), with the same JSON 404 for unknown paths.
+    path("agents/", include("evaluations.api.agents.urls")),
+    re_path(r"^agents(?:/(?P<rest>.*))?$", api_not_found),
     re_path(r"^oauth(?:/(?P<rest>.*))?$", api_not_found),
     path("", include("evaluations.urls")),
 ]
