@@ -105,8 +105,8 @@ class TranscriptRecorder:
                                        "usage": dict.fromkeys(USAGE_KEYS, 0), "usageReported": False}
 
     # -- events ------------------------------------------------------------------------------------
-    def _event(self, kind: str, step: int, **data: Any) -> None:
-        self.events.append({"type": kind, "step": step, "t": round(time.monotonic() - self.t0, 4), **data})
+    def _event(self, event_type: str, step: int, **data: Any) -> None:
+        self.events.append({"type": event_type, "step": step, "t": round(time.monotonic() - self.t0, 4), **data})
 
     def _observation(self, step: int, obs: Any) -> None:
         obs = obs if isinstance(obs, dict) else {"observation": obs}
