@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 RUN_SHARD = "evaluations.run_shard"
 PROBE_IMAGE = "evaluations.probe_image"
 REAP_SHARDS = "evaluations.reap_shards"
+DELIVER_WEBHOOK = "evaluations.deliver_webhook"
 
 
 def _task(name: str):
@@ -32,8 +33,8 @@ def _task(name: str):
     return current_app.tasks[name]
 
 
-def _send(name: str, *args) -> None:
-    _task(name).apply_async(args)
+def _send(name: str, *args, countdown: float | None = None) -> None:
+    _task(name).apply_async(args, countdown=countdown)
 
 
 def send_shards(shard_ids: Iterable[int], *, on_commit: bool = True) -> None:
