@@ -91,7 +91,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rollouts", type=int, default=16)
     parser.add_argument("--task", default="miniwob.click-button")
-    parser.add_argument("--overhead-tasks", default="miniwob.login-user,miniwob.click-checkboxes,miniwob.enter-password")
+    parser.add_argument("--overhead-tasks",
+                        default="miniwob.login-user,miniwob.click-checkboxes,miniwob.enter-password")
     args = parser.parse_args()
     var = Path(tempfile.mkdtemp(prefix="rlm-bench-agents-"))
     live = LivePlatform(var, **agent_env())
@@ -103,7 +104,8 @@ def main() -> None:
         doc, _ = api.run(agent.url, args.overhead_tasks.split(","), rollouts=4, workers=1)
         passed = sum(r["task_passed"] for r in doc["evaluations"][0]["results"])
         rpc, wall, endpoint = overheads(api.transcripts(doc))
-        print(f"== per-step overhead over the endpoint ({doc['status']}, {passed}/{len(rpc) and doc['progress']['total_rollouts']} passed), ms")
+        total = doc["progress"]["total_rollouts"]
+        print(f"== per-step overhead over the endpoint ({doc['status']}, {passed}/{total} passed), ms")
         print(f"endpoint call (reference agent)   {fmt(endpoint)}")
         print(f"predict - endpoint                {fmt(rpc)}")
         print(f"step wall - endpoint - env step   {fmt(wall)}")

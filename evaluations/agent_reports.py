@@ -18,8 +18,8 @@ from django.db.models import QuerySet
 from .choices import EpisodeStatus, EvaluationStatus, ImageKind, ShardStatus, StopCondition
 from .models import Episode, Evaluation, ImageVersion, Organization, Shard
 
-__all__ = ["STATUS_WORDS", "agent_env_versions", "agent_metrics", "agent_evaluations", "agent_usage", "episode_public_id",
-           "find_rollout", "result_of", "rollout_id", "status_document", "usage_camel"]
+__all__ = ["STATUS_WORDS", "agent_env_versions", "agent_metrics", "agent_evaluations", "agent_usage",
+           "episode_public_id", "find_rollout", "result_of", "rollout_id", "status_document", "usage_camel"]
 
 #: Evaluation status → the seed's status word.
 STATUS_WORDS = {

@@ -68,8 +68,8 @@ def _post(url: str, body: str, headers: dict) -> tuple[int | None, str]:
     if problems:
         return None, problems[0]["message"]
     try:
-        resp = requests.post(url, data=body.encode("utf-8"), allow_redirects=False, timeout=settings.RLMESH_WEBHOOK_TIMEOUT,
-                             headers={**headers, "Content-Type": "application/json", "User-Agent": "rlmesh-platform"})
+        resp = requests.post(url, data=body.encode("utf-8"), allow_redirects=False,
+                             timeout=settings.RLMESH_WEBHOOK_TIMEOUT, headers={**headers, "Content-Type": "application/json", "User-Agent": "rlmesh-platform"})
     except requests.RequestException as exc:
         return None, f"{type(exc).__name__}: {exc}"[:500]
     if 200 <= resp.status_code < 300:

@@ -20,8 +20,10 @@ class Migration(migrations.Migration):
         migrations.AddField(model_name="episode", name="verifiers", field=models.JSONField(blank=True, default=list)),
         migrations.AddField(model_name="evaluation", name="endpoint_key", field=models.TextField(blank=True)),
         migrations.AddField(model_name="evaluation", name="run_id", field=models.UUIDField(editable=False, null=True)),
-        migrations.AddField(model_name="evaluation", name="webhook_url", field=models.CharField(blank=True, max_length=2048)),
-        migrations.AddField(model_name="organization", name="webhook_secret", field=models.CharField(blank=True, max_length=100)),
+        migrations.AddField(model_name="evaluation", name="webhook_url",
+                            field=models.CharField(blank=True, max_length=2048)),
+        migrations.AddField(model_name="organization", name="webhook_secret",
+                            field=models.CharField(blank=True, max_length=100)),
         migrations.CreateModel(
             name="WebhookDelivery",
             fields=[

@@ -235,7 +235,8 @@ def plan_agent_run(data: dict, *, organization: Organization) -> AgentPlan:
              "rolloutsPerExample": req["rollouts_per_example"], "webhookUrl": req.get("webhook_url") or None,
              "endpoint": model.config()["endpoint"], "requestTimeoutSeconds": _request_timeout()}
     return AgentPlan(
-        data=stored, name="", tags={"api": "agents"}, metadata={"evaluationLabel": f"{req['model']} on {req['env_id']}"},
+        data=stored, name="", tags={"api": "agents"},
+        metadata={"evaluationLabel": f"{req['model']} on {req['env_id']}"},
         timeout_seconds=None, models=[model], tasks=tasks, warnings=warnings,
         endpoint_key=endpoint.get("key") or "", webhook_url=req.get("webhook_url") or "", agent=agent,
     )

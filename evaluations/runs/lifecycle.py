@@ -173,7 +173,7 @@ def finalize_evaluation(evaluation_id: int) -> str | None:
             status, message = EvaluationStatus.FAILED, f"timed out after {evaluation.timeout_seconds:g} s with {missing} episodes not run"
         elif failed_shard is not None and missing > 0:
             status, message = EvaluationStatus.FAILED, f"a shard failed: {failed_shard.error or 'unknown error'}"
-        elif n_errors > evaluation.config.get("maxErrorFraction", settings.RLMESH_MAX_ERROR_FRACTION) * evaluation.total_episodes:
+        elif n_errors > _max_error_fraction(evaluation) * evaluation.total_episodes:
             first = errors.order_by("finished_at").first()
             status = EvaluationStatus.FAILED
             message = f"{n_errors} of {evaluation.total_episodes} episodes errored; first error: {first.error}"
@@ -190,6 +190,11 @@ def finalize_evaluation(evaluation_id: int) -> str | None:
     if evaluation.webhook_url:
         dispatch.send_webhook(evaluation_id)
     return status
+
+
+def _max_error_fraction(evaluation: Evaluation) -> float:
+    """An agent run's config says 1.0: its endpoint's errors are the agent's outcome, not the platform's."""
+    return evaluation.config.get("maxErrorFraction", settings.RLMESH_MAX_ERROR_FRACTION)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -222,6 +222,12 @@ def test_viewers_cannot_submit_and_strangers_are_401(tenant_a, client):
     assert r.status_code == 401 and error_of(r)["code"] == "unauthenticated"
 
 
+def test_open_runs_say_they_are_not_available_yet(api):
+    r = post(api, {"env_id": "miniwob", "task_definition": "Browse headphones.", "max_steps": 20, "profile_id": "U_001",
+                   "rollouts": 1, "endpoint": {"url": "https://your-agent.example.com"}}, path="/agents/runs/open")
+    assert r.status_code == 501 and error_of(r)["code"] == "not_implemented"
+
+
 def test_unknown_paths_are_a_json_404(api):
     r = api.post("/agents/nope", data="{}", content_type="application/json")
     assert r.status_code == 404 and error_of(r)["code"] == "not_found"

@@ -25,7 +25,7 @@ from ..serializers import ErrorSerializer
 from .base import AgentView
 from .serializers import RunCreatedSerializer, StatusDocumentSerializer, TranscriptSerializer
 
-__all__ = ["RunCancelView", "RunCreateView", "RunStatusView", "TranscriptView"]
+__all__ = ["OpenRunView", "RunCancelView", "RunCreateView", "RunStatusView", "TranscriptView"]
 
 MESSAGE = "Evaluation started. Poll status_url for progress and results."
 
@@ -36,7 +36,8 @@ def status_url(run_id) -> str:
 
 
 class RunCreateView(AgentView):
-    @extend_schema(request=AgentRunRequestSerializer, responses={201: RunCreatedSerializer, 413: ErrorSerializer, **ERRORS},
+    @extend_schema(request=AgentRunRequestSerializer,
+                   responses={201: RunCreatedSerializer, 413: ErrorSerializer, **ERRORS},
                    summary="Start a run of an agent served at an endpoint", operation_id="agents_run_create")
     def post(self, request):
         check_size(request)
@@ -87,3 +88,14 @@ class TranscriptView(AgentView):
         except FileNotFoundError:
             raise NotFound("the transcript file is missing from storage") from None
         return Response(TranscriptSerializer(document).data)
+
+
+class OpenRunView(AgentView):
+    @extend_schema(request=None, responses={501: ErrorSerializer, **ERRORS}, operation_id="agents_runs_open",
+                   summary="Open runs (a free-form task_definition): not available yet")
+    def post(self, request):
+        # No environment here can verify a free-form task (spec/AGENTS.md §3): that needs an env with state checks
+        # (the web shop with user profiles, planned) or a judge. Say so instead of a bare 404.
+        return error_response(501, "not_implemented", "open runs (task_definition, profile_id) need an environment "
+                              "that verifies free-form tasks; none is installed yet. Use POST /evaluations/run with "
+                              "task ids from GET /evaluations/tasks.")

@@ -85,7 +85,8 @@ class AgentWebhookSerializer(serializers.Serializer):
 
 
 class StatusDocumentSerializer(serializers.Serializer):
-    """A run's status (seed 004) with the extensions ``usage``, ``error``, ``warnings``, ``dashboard_url``, ``webhook``."""
+    """A run's status (seed 004) with the extensions ``usage``, ``error``, ``warnings``, ``dashboard_url`` and
+    ``webhook``."""
 
     run_id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=["QUEUED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"])

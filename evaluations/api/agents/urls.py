@@ -16,4 +16,5 @@ urlpatterns = [
     path("evaluations", evaluations.AgentEvaluationListView.as_view(), name="evaluations"),
     path("evaluations/<str:evaluation_id>", evaluations.AgentEvaluationDetailView.as_view(), name="evaluation"),
     path("outputs/runs/<str:run_id>", outputs.RunOutputView.as_view(), name="run-output"),
+    path("runs/open", runs.OpenRunView.as_view(), name="runs-open"),
 ]
