@@ -404,6 +404,23 @@ RLMESH_ESTIMATED_RENDER_SECONDS = env_float("RLMESH_ESTIMATED_RENDER_SECONDS", 0
 #: Shards that run at once across the worker pool, used only for preview estimates.
 RLMESH_ESTIMATED_PARALLEL_SHARDS = env_int("RLMESH_ESTIMATED_PARALLEL_SHARDS", 2)
 
+# ------------------------------------------------------- agent evaluations
+#: Fernet key (urlsafe base64 of 32 bytes) encrypting stored secrets such as agent endpoint keys; by default
+#: derived from SECRET_KEY (rotating SECRET_KEY then makes the keys of unfinished runs unreadable).
+RLMESH_SECRETS_KEY = env_str("RLMESH_SECRETS_KEY", "") or __import__("base64").urlsafe_b64encode(
+    hashlib.sha256(f"secrets:{SECRET_KEY}".encode()).digest()).decode()
+#: Allow agent endpoints and webhook targets on private, loopback and link-local addresses (the demo does, for
+#: its reference agent on 127.0.0.1). Off by default: a run could otherwise probe the platform's own network.
+RLMESH_AGENT_ALLOW_PRIVATE_TARGETS = env_bool("RLMESH_AGENT_ALLOW_PRIVATE_TARGETS", False)
+#: Per-call timeout (s) and retries of the endpoint bridge; a call still failing after them ends the rollout.
+RLMESH_AGENT_CALL_TIMEOUT = env_float("RLMESH_AGENT_CALL_TIMEOUT", 60.0)
+RLMESH_AGENT_CALL_RETRIES = env_int("RLMESH_AGENT_CALL_RETRIES", 3)
+RLMESH_AGENT_CALL_BACKOFF = env_float("RLMESH_AGENT_CALL_BACKOFF", 0.5)
+#: Webhook deliveries: attempts in all, the first retry's delay (s, doubled each time) and the per-request timeout.
+RLMESH_WEBHOOK_MAX_ATTEMPTS = env_int("RLMESH_WEBHOOK_MAX_ATTEMPTS", 8)
+RLMESH_WEBHOOK_BACKOFF_SECONDS = env_float("RLMESH_WEBHOOK_BACKOFF_SECONDS", 5.0)
+RLMESH_WEBHOOK_TIMEOUT = env_float("RLMESH_WEBHOOK_TIMEOUT", 10.0)
+
 # -------------------------------------------------------------------- logging
 LOGGING = {
     "version": 1,

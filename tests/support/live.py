@@ -51,6 +51,8 @@ class LivePlatform:
         }
         self.procs: dict[str, subprocess.Popen] = {}
         self.worker_count = 0
+        #: Worker pool processes (``celery worker -c``): shards that run at once.
+        self.concurrency = 2
 
     def manage(self, *args: str) -> str:
         out = subprocess.run(
@@ -100,7 +102,7 @@ class LivePlatform:
         self.worker_count += 1
         log = open(self.var / f"worker{self.worker_count}.log", "ab")
         proc = subprocess.Popen(
-            [str(BIN / "celery"), "-A", "rlmesh_site", "worker", "-Q", "shards,maintenance", "-c", "2",
+            [str(BIN / "celery"), "-A", "rlmesh_site", "worker", "-Q", "shards,maintenance", "-c", str(self.concurrency),
              "-n", f"live{self.worker_count}@%h", "-l", "info"],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
