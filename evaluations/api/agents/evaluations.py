@@ -13,11 +13,11 @@ from rest_framework.response import Response
 from ...agent_reports import STATUS_WORDS, agent_evaluations, env_id_of, status_document
 from ...planning.agent_runs import agent_env_reference
 from ...services.catalog import ReferenceError_, parse_reference
-from ..base import ERRORS
 from ..pagination import decode_cursor, encode_cursor, page_limit, take_page
 from .base import AgentView
 from .runs import status_url
 from .serializers import AgentEvaluationListSerializer, StatusDocumentSerializer
+from ..serializers import errors
 
 __all__ = ["AgentEvaluationDetailView", "AgentEvaluationListView"]
 
@@ -47,7 +47,7 @@ class AgentEvaluationListView(AgentView):
         parameters=[OpenApiParameter("environment_id", str, description="e.g. miniwob or prebuilt/miniwob"),
                     OpenApiParameter("limit", int, description="page size, 1–500 (default 20)"),
                     OpenApiParameter("cursor", str, description="next_cursor of the previous page")],
-        responses={200: AgentEvaluationListSerializer, **ERRORS}, summary="Agent evaluations, newest first",
+        responses={200: AgentEvaluationListSerializer, **errors(400, 401)}, summary="Agent evaluations, newest first",
         operation_id="agents_evaluations_list")
     def get(self, request):
         limit = page_limit(request, default=20, maximum=self.MAX_LIMIT)
@@ -73,7 +73,7 @@ class AgentEvaluationListView(AgentView):
 
 
 class AgentEvaluationDetailView(AgentView):
-    @extend_schema(responses={200: StatusDocumentSerializer, **ERRORS}, summary="One agent evaluation (its status)",
+    @extend_schema(responses={200: StatusDocumentSerializer, **errors(401, 404)}, summary="One agent evaluation (its status)",
                    operation_id="agents_evaluation_detail")
     def get(self, request, evaluation_id: str):
         return Response(StatusDocumentSerializer(status_document(self.get_agent_evaluation(evaluation_id))).data)

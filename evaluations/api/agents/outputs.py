@@ -13,8 +13,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 
 from ...agent_reports import rollout_id, status_document
-from ..base import ERRORS
 from .base import AgentView
+from ..serializers import errors
 
 __all__ = ["RunOutputView"]
 
@@ -33,7 +33,7 @@ def write_bundle(evaluation, fh) -> None:
 
 
 class RunOutputView(AgentView):
-    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY, **ERRORS},
+    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY, **errors(401, 404)},
                    summary="A run's results and transcripts as a zip", operation_id="agents_run_output")
     def get(self, request, run_id: str):
         evaluation = self.get_run(run_id)

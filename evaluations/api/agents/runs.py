@@ -18,10 +18,9 @@ from ...planning import parse_request_body
 from ...planning.agent_runs import plan_agent_run, redacted_request
 from ...planning.agent_schema import AgentRunRequestSerializer
 from ...runs.lifecycle import CancelRefused, cancel_evaluation, create_evaluation
-from ..base import ERRORS
 from ..exceptions import error_response
 from ..parsers import check_size
-from ..serializers import ErrorSerializer
+from ..serializers import ErrorSerializer, errors
 from .base import AgentView
 from .serializers import RunCreatedSerializer, StatusDocumentSerializer, TranscriptSerializer
 
@@ -37,7 +36,7 @@ def status_url(run_id) -> str:
 
 class RunCreateView(AgentView):
     @extend_schema(request=AgentRunRequestSerializer,
-                   responses={201: RunCreatedSerializer, 413: ErrorSerializer, **ERRORS},
+                   responses={201: RunCreatedSerializer, **errors(400, 401, 403, 413)},
                    summary="Start a run of an agent served at an endpoint", operation_id="agents_run_create")
     def post(self, request):
         check_size(request)
@@ -55,14 +54,14 @@ class RunCreateView(AgentView):
 
 
 class RunStatusView(AgentView):
-    @extend_schema(responses={200: StatusDocumentSerializer, **ERRORS}, summary="A run's status and results",
+    @extend_schema(responses={200: StatusDocumentSerializer, **errors(401, 404)}, summary="A run's status and results",
                    operation_id="agents_run_status")
     def get(self, request, run_id: str):
         return Response(StatusDocumentSerializer(status_document(self.get_run(run_id))).data)
 
 
 class RunCancelView(AgentView):
-    @extend_schema(request=None, responses={202: StatusDocumentSerializer, 409: ErrorSerializer, **ERRORS},
+    @extend_schema(request=None, responses={202: StatusDocumentSerializer, **errors(401, 403, 404, 409)},
                    summary="Cancel a run (finished rollouts are kept)", operation_id="agents_run_cancel")
     def delete(self, request, run_id: str):
         evaluation = self.get_run(run_id)
@@ -76,7 +75,7 @@ class RunCancelView(AgentView):
 
 
 class TranscriptView(AgentView):
-    @extend_schema(responses={200: TranscriptSerializer, **ERRORS}, summary="One rollout's transcript",
+    @extend_schema(responses={200: TranscriptSerializer, **errors(401, 404)}, summary="One rollout's transcript",
                    operation_id="agents_run_transcript")
     def get(self, request, run_id: str, rollout_id: str):
         episode = find_rollout(self.get_run(run_id), rollout_id)
@@ -91,7 +90,7 @@ class TranscriptView(AgentView):
 
 
 class OpenRunView(AgentView):
-    @extend_schema(request=None, responses={501: ErrorSerializer, **ERRORS}, operation_id="agents_runs_open",
+    @extend_schema(request=None, responses={501: ErrorSerializer, **errors(400, 401)}, operation_id="agents_runs_open",
                    summary="Open runs (a free-form task_definition): not available yet")
     def post(self, request):
         # No environment here can verify a free-form task (spec/AGENTS.md §3): that needs an env with state checks

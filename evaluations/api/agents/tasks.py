@@ -7,9 +7,9 @@ from rest_framework.response import Response
 
 from ...agent_reports import agent_env_versions
 from ...models import ImageRepository
-from ..base import ERRORS
 from .base import AgentView
 from .serializers import TaskCatalogSerializer
+from ..serializers import errors
 
 __all__ = ["TaskCatalogView"]
 
@@ -35,7 +35,7 @@ def catalog(organization) -> dict:
 
 
 class TaskCatalogView(AgentView):
-    @extend_schema(responses={200: TaskCatalogSerializer, **ERRORS}, summary="Tasks for agents, by environment",
+    @extend_schema(responses={200: TaskCatalogSerializer, **errors(401)}, summary="Tasks for agents, by environment",
                    operation_id="agents_tasks")
     def get(self, request):
         return Response(TaskCatalogSerializer(catalog(self.organization)).data)
