@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Q
 
+from .agent_reports import agent_metrics
 from .domain import scoring
 from .choices import EpisodeStatus
 from .models import Episode, Evaluation, Shard
@@ -65,7 +66,8 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
     ``episodesPerSecond``/``stepsPerSecond`` over the wall time from the first episode's start to the
     last one's end; per-step ``latencyMs`` p50/p95 of model predict and env step (from per-episode
     histograms); ``queueWaitSeconds`` (shard queued → started); ``serverStartSeconds`` per server kind;
-    ``videos``: how many episodes have a video, their size (bytes) and encode/render time (ms) per episode.
+    ``videos``: how many episodes have a video, their size (bytes) and encode/render time (ms) per episode;
+    ``agent``: token usage and endpoint time of agent rollouts, per run and per task (null without any).
     """
     eps = list(
         Episode.objects.filter(evaluation=evaluation).values(
@@ -109,4 +111,5 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
             "encodeMsPerEpisode": _dist([v["encodeMs"] for v in videos if "encodeMs" in v]),
             "renderMsPerEpisode": _dist([v["renderMs"] for v in videos if "renderMs" in v]),
         },
+        "agent": agent_metrics(evaluation),
     }

@@ -16,7 +16,7 @@ from .runs import dispatch
 
 #: Long-running episode loops.
 SHARDS_QUEUE = "shards"
-#: Housekeeping and probes: the reaper, image probes.
+#: Housekeeping, probes and webhooks: the reaper, image probes, run webhooks.
 MAINTENANCE_QUEUE = "maintenance"
 
 
@@ -44,6 +44,15 @@ def probe_image(version_id: int) -> None:
     from .services.probes import probe_version
 
     probe_version(version_id)
+
+
+@shared_task(name=dispatch.DELIVER_WEBHOOK, queue=MAINTENANCE_QUEUE, ignore_result=True, acks_late=True)
+def deliver_webhook(evaluation_id: int, attempt: int = 1) -> None:
+    """POST an ended evaluation's signed status document to its webhook (see webhooks.deliver); retries are sent
+    by the delivery itself, with backoff, through runs.dispatch."""
+    from .webhooks import deliver
+
+    deliver(evaluation_id, attempt)
 
 
 @worker_ready.connect

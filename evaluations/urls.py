@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from .views import compare, evaluations, identity, images, imports, launch, organizations, settings
+from .views import agents, compare, evaluations, identity, images, imports, launch, organizations, settings
 
 app_name = "evaluations"
 
@@ -18,6 +18,11 @@ urlpatterns = [
     path("evaluations/<str:public_id>/progress", evaluations.evaluation_progress, name="evaluation_progress"),
     path("evaluations/<str:public_id>/cancel", evaluations.evaluation_cancel, name="evaluation_cancel"),
     path("evaluations/<str:public_id>/episodes/<int:episode_id>/video.mp4", evaluations.episode_video, name="episode_video"),
+    path("evaluations/<str:public_id>/episodes/<int:episode_id>/transcript", agents.episode_transcript,
+         name="episode_transcript"),
+    path("evaluations/<str:public_id>/episodes/<int:episode_id>/transcript/<str:name>", agents.transcript_screenshot,
+         name="transcript_screenshot"),
+    path("settings/webhook-secret/rotate", agents.webhook_secret_rotate, name="webhook_secret_rotate"),
     path("evaluations/<str:public_id>/request.json", evaluations.evaluation_request_download, name="evaluation_request"),
     re_path(rf"^evaluations/{EVAL}/(?P<tab>overview|episodes|configuration|logs)/?$",
             evaluations.evaluation_detail, name="evaluation_tab"),

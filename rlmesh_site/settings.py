@@ -21,55 +21,10 @@ from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 from rlmesh_site.devsecrets import load_or_create
+from rlmesh_site.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("RLMESH_VAR_DIR", BASE_DIR / "var"))
-
-
-# ---------------------------------------------------------------- env helpers
-def env_str(name: str, default: str = "") -> str:
-    """Return ``$name``, or the contents of the file named by ``$name_FILE``, or ``default``."""
-    path = os.environ.get(f"{name}_FILE")
-    if path:
-        return Path(path).read_text().strip()
-    return os.environ.get(name, default)
-
-
-def env_bool(name: str, default: bool) -> bool:
-    """Return ``$name`` as a bool; only ``True``/``False`` (any case) or ``1``/``0`` are accepted."""
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    if raw.lower() in ("true", "1"):
-        return True
-    if raw.lower() in ("false", "0"):
-        return False
-    raise ImproperlyConfigured(f"{name} must be True or False, got {raw!r}")
-
-
-def _env_number(name: str, default, cast, noun: str):
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return cast(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be {noun}, got {raw!r}") from exc
-
-
-def env_int(name: str, default: int) -> int:
-    """Return ``$name`` as an int; raises ImproperlyConfigured on a non-integer."""
-    return _env_number(name, default, int, "an integer")
-
-
-def env_float(name: str, default: float) -> float:
-    """Return ``$name`` as a float; raises ImproperlyConfigured on a non-number."""
-    return _env_number(name, default, float, "a number")
-
-
-def env_list(name: str, default: str = "") -> list[str]:
-    """Return ``$name`` split on commas, blanks dropped."""
-    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
 
 
 # ----------------------------------------------------------------------- core
@@ -428,6 +383,23 @@ RLMESH_ESTIMATED_STEPS_PER_SECOND = env_float("RLMESH_ESTIMATED_STEPS_PER_SECOND
 RLMESH_ESTIMATED_RENDER_SECONDS = env_float("RLMESH_ESTIMATED_RENDER_SECONDS", 0.15)
 #: Shards that run at once across the worker pool, used only for preview estimates.
 RLMESH_ESTIMATED_PARALLEL_SHARDS = env_int("RLMESH_ESTIMATED_PARALLEL_SHARDS", 2)
+
+# ------------------------------------------------------- agent evaluations
+#: Fernet key (urlsafe base64 of 32 bytes) encrypting stored secrets such as agent endpoint keys; by default
+#: derived from SECRET_KEY (rotating SECRET_KEY then makes the keys of unfinished runs unreadable).
+RLMESH_SECRETS_KEY = env_str("RLMESH_SECRETS_KEY", "") or __import__("base64").urlsafe_b64encode(
+    hashlib.sha256(f"secrets:{SECRET_KEY}".encode()).digest()).decode()
+#: Allow agent endpoints and webhook targets on private, loopback and link-local addresses (the demo does, for
+#: its reference agent on 127.0.0.1). Off by default: a run could otherwise probe the platform's own network.
+RLMESH_AGENT_ALLOW_PRIVATE_TARGETS = env_bool("RLMESH_AGENT_ALLOW_PRIVATE_TARGETS", False)
+#: Per-call timeout (s) and retries of the endpoint bridge; a call still failing after them ends the rollout.
+RLMESH_AGENT_CALL_TIMEOUT = env_float("RLMESH_AGENT_CALL_TIMEOUT", 60.0)
+RLMESH_AGENT_CALL_RETRIES = env_int("RLMESH_AGENT_CALL_RETRIES", 3)
+RLMESH_AGENT_CALL_BACKOFF = env_float("RLMESH_AGENT_CALL_BACKOFF", 0.5)
+#: Webhook deliveries: attempts in all, the first retry's delay (s, doubled each time) and the per-request timeout.
+RLMESH_WEBHOOK_MAX_ATTEMPTS = env_int("RLMESH_WEBHOOK_MAX_ATTEMPTS", 8)
+RLMESH_WEBHOOK_BACKOFF_SECONDS = env_float("RLMESH_WEBHOOK_BACKOFF_SECONDS", 5.0)
+RLMESH_WEBHOOK_TIMEOUT = env_float("RLMESH_WEBHOOK_TIMEOUT", 10.0)
 
 # -------------------------------------------------------------------- logging
 LOGGING = {

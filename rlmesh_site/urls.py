@@ -49,6 +49,9 @@ urlpatterns = [
     path("v1/docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
     path("v1/", include("evaluations.api.urls")),
     re_path(under("v1"), api_not_found),
+    # The seed-004 API for agent evaluations (evaluations/api/agents), with the same JSON 404 for unknown paths.
+    path("agents/", include("evaluations.api.agents.urls")),
+    re_path(under("agents"), api_not_found),
     re_path(under("oauth"), api_not_found),
     path("", include("evaluations.urls")),
 ]

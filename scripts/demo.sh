@@ -13,6 +13,12 @@ export RLMESH_ACCESS_LOG=${RLMESH_ACCESS_LOG:-var/web-access.log}
 mkdir -p var
 
 bash scripts/stop.sh >/dev/null
+
+# --- agent evaluations (seed 004): the demo's reference agent listens on loopback, which agent endpoints and
+# webhook targets may use only when the operator allows private targets. Set before the web server and worker start.
+export RLMESH_AGENT_ALLOW_PRIVATE_TARGETS=true
+echo "Agent endpoints and webhooks on loopback/private addresses are ALLOWED in this demo (RLMESH_AGENT_ALLOW_PRIVATE_TARGETS=true)."
+# --- end agent evaluations
 $PY manage.py migrate -v0
 $PY manage.py collectstatic --noinput -v0
 seed=$($PY manage.py seed_demo)
@@ -45,6 +51,46 @@ echo "Dashboard:  $url/evaluations/$eval_id"
 echo "Sign in:    $url/accounts/login/  as demo / demo-password"
 echo "API docs:   $url/v1/docs"
 echo "Stop with:  make stop"
+echo
+# --- agent evaluations (seed 004): start the reference agent on a free port and submit one run against it.
+echo
+echo "== Agent evaluation: the reference agent (an OpenAI-compatible endpoint) on MiniWoB through /agents"
+setsid $PY manage.py serve_reference_agent --port 0 >var/reference-agent.log 2>&1 < /dev/null &
+echo $! > var/reference-agent.pid
+agent_url=""
+for _ in $(seq 1 100); do
+  agent_url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' var/reference-agent.log | head -1)
+  [ -n "$agent_url" ] && break
+  sleep 0.1
+done
+[ -n "$agent_url" ] || { echo "reference agent did not start; see var/reference-agent.log"; exit 1; }
+echo "Reference agent: $agent_url (stopped by make stop)"
+run=$(curl -fsS -X POST "$url/agents/evaluations/run" -H "Authorization: Bearer $api_key" \
+  -H "Content-Type: application/json" --data @- <<JSON
+{
+  "env_id": "miniwob",
+  "model": "reference-agent-v1",
+  "task_ids": ["miniwob.click-test", "miniwob.login-user", "miniwob.enter-text.s0003"],
+  "rollouts_per_example": 1,
+  "webhook_url": null,
+  "endpoint": {
+    "url": "$agent_url",
+    "key": null,
+    "model": "reference",
+    "use_wrapper": true,
+    "send_tool_definitions": true,
+    "use_openai_chat": true,
+    "minimal_observation": null,
+    "additional_params": null
+  }
+}
+JSON
+) || { echo "agent run was refused"; exit 1; }
+echo "$run"
+status_url=$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["status_url"])' "$run")
+echo "Status:     $url/agents$status_url"
+echo "  curl -s -H \"Authorization: Bearer $api_key\" \"$url/agents$status_url\" | python3 -m json.tool"
+# --- end agent evaluations
 echo
 echo "Go on with the CLI or rlmesh.platform.Client:"
 echo "export RLMESH_PLATFORM_URL=$url"

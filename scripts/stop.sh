@@ -2,7 +2,7 @@
 # Stop exactly what `make demo` started, by the pid files it wrote.
 set -u
 cd "$(dirname "$0")/.."
-for name in worker web; do
+for name in reference-agent worker web; do  # reference-agent: the demo's agent endpoint (seed 004)
   pidfile="var/$name.pid"
   [ -f "$pidfile" ] || continue
   pid=$(cat "$pidfile")

@@ -83,9 +83,10 @@ def cartpole_request(**overrides) -> dict:
 @pytest.fixture(scope="session")
 def live(tmp_path_factory):
     """A real platform (web server + Celery worker on a temp SQLite database), shared by live and browser tests."""
+    from tests.support.agents import agent_env
     from tests.support.live import LivePlatform
 
-    platform = LivePlatform(tmp_path_factory.mktemp("live"))
+    platform = LivePlatform(tmp_path_factory.mktemp("live"), **agent_env())
     try:
         yield platform.start()
     finally:

@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from rlmesh_site.settings import env_bool, env_float, env_int, env_str
+from rlmesh_site.env import env_bool, env_float, env_int, env_str
 
 
 def test_env_helpers(monkeypatch, tmp_path):

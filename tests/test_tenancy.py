@@ -42,6 +42,8 @@ DASHBOARD_OBJECT_ROUTES = [
     ("post", "evaluations:evaluation_cancel", "/evaluations/{e}/cancel"),
     ("get", "evaluations:evaluation_request", "/evaluations/{e}/request.json"),
     ("get", "evaluations:episode_video", "/evaluations/{e}/episodes/{ep}/video.mp4"),
+    ("get", "evaluations:episode_transcript", "/evaluations/{e}/episodes/{ep}/transcript"),
+    ("get", "evaluations:transcript_screenshot", "/evaluations/{e}/episodes/{ep}/transcript/step-000.png"),
     ("get", "evaluations:evaluation_new", "/evaluations/new?from={e}"),
     ("post", "evaluations:api_key_revoke", "/settings/api-keys/{k}/revoke"),
     ("post", "evaluations:member_update", "/settings/members/{m}"),

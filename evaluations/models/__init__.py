@@ -1,5 +1,6 @@
 """Models of the evaluations app, re-exported."""
 
+from .agents import WebhookDelivery
 from .evaluations import Episode, Evaluation, EvaluationLog, Shard, Workload
 from .identity import AuthSession, DeviceAuthorization, Invitation, RefreshToken
 from .images import ImageRepository, ImageVersion
@@ -20,6 +21,7 @@ __all__ = [
     "Membership",
     "Organization",
     "Shard",
+    "WebhookDelivery",
     "WorkerProcess",
     "Workload",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import uuid
 
 from django.conf import settings
 from django.db import models
@@ -34,6 +35,8 @@ class Evaluation(models.Model):
     """
 
     public_id = models.CharField(max_length=32, unique=True, default=new_public_id)
+    #: The seed-004 API's id of this evaluation (``/agents/evaluations/run/{run_id}``); every evaluation has one.
+    run_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="evaluations")
     creator = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -51,6 +54,10 @@ class Evaluation(models.Model):
     #: "platform" for evaluations run here; "import" for rlmesh.result.v1 bundles uploaded from elsewhere.
     origin = models.CharField(max_length=16, default="platform", choices=[("platform", "platform"), ("import", "import")])
     timeout_seconds = models.FloatField(null=True, blank=True)
+    #: An agent run's endpoint key, Fernet-encrypted (evaluations.crypto); never in a response, log or page.
+    endpoint_key = models.TextField(blank=True)
+    #: Where the status document is POSTed (signed, Standard Webhooks) when the evaluation ends; "" for none.
+    webhook_url = models.CharField(max_length=2048, blank=True)
     total_episodes = models.PositiveIntegerField(default=0)
     # Denormalized so list pages read progress without counting episodes; bumped in the same
     # transaction that inserts the episode row.
@@ -193,6 +200,12 @@ class Episode(models.Model):
     video = models.FileField(upload_to="episodes/%Y/%m/", max_length=300, blank=True)
     #: {"bytes", "frames", "fps", "width", "height", "encodeMs", "renderMs", "codec"} of ``video``.
     video_meta = models.JSONField(default=dict)
+    #: An agent rollout's transcript: ordered, typed events per step as JSON (Django storage; runs.transcripts).
+    transcript = models.FileField(upload_to="transcripts/%Y/%m/", max_length=300, blank=True)
+    #: An agent rollout's summary: steps, tool calls, invalid calls, token usage and endpoint time sums, how it ended.
+    agent = models.JSONField(default=dict, blank=True)
+    #: The checks that decided the outcome: ``[{"name", "passed", "score", "detail"}]`` (MiniWoB: ``page_reward``).
+    verifiers = models.JSONField(default=list, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(default=timezone.now)
 

@@ -32,6 +32,9 @@ class Organization(models.Model):
     #: Bytes of episode media (recorded and imported videos) stored for this organization, counted against
     #: ``RLMESH_ORG_STORAGE_QUOTA_BYTES``.
     storage_bytes = models.BigIntegerField(default=0)
+    #: Standard Webhooks signing secret (``whsec_…``) of the organization's run webhooks; made on first use,
+    #: shown and rotated in Settings (evaluations.webhooks).
+    webhook_secret = models.CharField(max_length=100, blank=True)
 
     class Meta:
         ordering = ["name"]

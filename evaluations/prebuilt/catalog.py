@@ -138,6 +138,18 @@ def _metaworld_scenarios() -> list[dict]:
     ]
 
 
+def _miniwob_scenarios() -> list[dict]:
+    from .miniwob import SCENARIOS, VARIANTS
+
+    # Success is the page's own check (info["is_success"]: raw reward 1). ``tools`` marks a task for agents: the
+    # seed-004 API lists and runs exactly the envs whose scenarios declare them.
+    return [
+        {"id": sid, "name": f"MiniWoB {e['task']}", "params": dict(VARIANTS[sid]), "instruction": e["example_goal"],
+         "description": e["description"], "tools": list(e["tools"]), "maxSteps": e["max_steps"]}
+        for sid, e in SCENARIOS.items()
+    ]
+
+
 PREBUILT: tuple[PrebuiltImage, ...] = (
     PrebuiltImage(
         name="classic-control",
@@ -176,6 +188,21 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         description="Meta-World's scripted expert policies, one model for all 50 tasks (dispatches on the task "
         "named in the observation); ~98% success.",
         envs=("prebuilt/metaworld",),
+    ),
+    PrebuiltImage(
+        name="miniwob",
+        kind="env",
+        source="python://evaluations.prebuilt.miniwob:MiniWoB",
+        description="MiniWoB++ web tasks in headless Chromium, acted on with tool calls (click, type_text, "
+        "press_key, wait, finish); for agents served at an endpoint (the /agents API) and rlmesh models alike.",
+        scenarios=_miniwob_scenarios(),
+    ),
+    PrebuiltImage(
+        name="agent-endpoint",
+        kind="model",
+        source="python://evaluations.agents.bridge:EndpointBridge",
+        description="An agent served at its owner's endpoint (OpenAI-compatible chat, the HTTP agent protocol or "
+        "an rlmesh model server), bridged to rlmesh; configured by each /agents run.",
     ),
     PrebuiltImage(
         name="random",

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from celery import current_app
 from django.db import transaction
 
-__all__ = ["RUN_SHARD", "PROBE_IMAGE", "REAP_SHARDS", "request_reap", "send_probe", "send_shards"]
+__all__ = ["DELIVER_WEBHOOK", "RUN_SHARD", "PROBE_IMAGE", "REAP_SHARDS", "request_reap", "send_probe", "send_shards",
+           "send_webhook"]
 
 logger = logging.getLogger(__name__)
 
@@ -21,6 +22,7 @@ logger = logging.getLogger(__name__)
 RUN_SHARD = "evaluations.run_shard"
 PROBE_IMAGE = "evaluations.probe_image"
 REAP_SHARDS = "evaluations.reap_shards"
+DELIVER_WEBHOOK = "evaluations.deliver_webhook"
 
 
 def _task(name: str):
@@ -31,8 +33,8 @@ def _task(name: str):
     return current_app.tasks[name]
 
 
-def _send(name: str, *args) -> None:
-    _task(name).apply_async(args)
+def _send(name: str, *args, countdown: float | None = None) -> None:
+    _task(name).apply_async(args, countdown=countdown)
 
 
 def send_shards(shard_ids: Iterable[int], *, on_commit: bool = True) -> None:
@@ -61,3 +63,10 @@ def send_probe(version_id: int) -> None:
 def request_reap() -> None:
     """Ask any worker to run the reaper now (sent at worker start, so a crashed worker's shards recover at once)."""
     _send(REAP_SHARDS)
+
+
+def send_webhook(evaluation_id: int, attempt: int = 1, *, countdown: float | None = None) -> None:
+    """Send the ``deliver_webhook`` message for attempt ``attempt`` of an evaluation's webhook, ``countdown`` seconds
+    from now (the exponential backoff between attempts), once the current transaction commits (robust: a broker
+    outage loses a webhook, never the status change that caused it)."""
+    transaction.on_commit(lambda: _send(DELIVER_WEBHOOK, evaluation_id, attempt, countdown=countdown), robust=True)

@@ -151,7 +151,8 @@ def finalize_evaluation(evaluation_id: int) -> str | None:
     """End the evaluation if none of its shards is queued or running; return the final status, else None.
 
     ``cancelling`` → ``cancelled``; past its deadline → ``failed``; more errored episodes than
-    ``RLMESH_MAX_ERROR_FRACTION`` of the total → ``failed`` with the first error; else ``completed``.
+    ``RLMESH_MAX_ERROR_FRACTION`` (an agent run's config: 1.0) of the total → ``failed`` with the first error; else
+    ``completed``. An evaluation with a ``webhook_url`` then gets its webhook sent (``dispatch.send_webhook``).
     Safe to call concurrently: the final conditional UPDATE lets exactly one caller win.
     """
     if Shard.objects.filter(evaluation_id=evaluation_id, status__in=[ShardStatus.QUEUED, ShardStatus.RUNNING]).exists():
@@ -172,7 +173,7 @@ def finalize_evaluation(evaluation_id: int) -> str | None:
             status, message = EvaluationStatus.FAILED, f"timed out after {evaluation.timeout_seconds:g} s with {missing} episodes not run"
         elif failed_shard is not None and missing > 0:
             status, message = EvaluationStatus.FAILED, f"a shard failed: {failed_shard.error or 'unknown error'}"
-        elif n_errors > settings.RLMESH_MAX_ERROR_FRACTION * evaluation.total_episodes:
+        elif n_errors > _max_error_fraction(evaluation) * evaluation.total_episodes:
             first = errors.order_by("finished_at").first()
             status = EvaluationStatus.FAILED
             message = f"{n_errors} of {evaluation.total_episodes} episodes errored; first error: {first.error}"
@@ -186,7 +187,14 @@ def finalize_evaluation(evaluation_id: int) -> str | None:
         return None
     evaluation.status = status
     log(evaluation, f"{status}" + (f": {message}" if message else ""), level=LogLevel.ERROR if message else LogLevel.INFO)
+    if evaluation.webhook_url:
+        dispatch.send_webhook(evaluation_id)
     return status
+
+
+def _max_error_fraction(evaluation: Evaluation) -> float:
+    """An agent run's config says 1.0: its endpoint's errors are the agent's outcome, not the platform's."""
+    return evaluation.config.get("maxErrorFraction", settings.RLMESH_MAX_ERROR_FRACTION)
 
 
 def fail_lost_shard(shard: Shard, reason: str) -> bool:

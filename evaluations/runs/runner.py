@@ -22,6 +22,7 @@ from . import recording
 from .lifecycle import log
 from .outcome import EpisodeOutcome, close_quietly, completed_fields, error_fields
 from .session import run_session_episode
+from .transcripts import KEY_ENV, TranscriptRecorder, is_agent_workload, model_secrets
 
 __all__ = ["ShardRunner"]
 
@@ -60,6 +61,16 @@ class ShardRunner:
         self.perturbation = perturbations.parse(self.workload.perturbation)
         self.start_failures = 0
         self.last_start_error = ""
+        #: Agent rollouts always take the session loop, with a transcript (runs.transcripts).
+        self.agent = is_agent_workload(self.workload)
+        self._secrets: dict | None = None
+
+    def secrets(self) -> dict:
+        """The model server's secrets (the bridge's endpoint key), decrypted once; RuntimeBackendError when the
+        stored key cannot be read."""
+        if self._secrets is None:
+            self._secrets = model_secrets(self.evaluation, self.workload)
+        return self._secrets
 
     @property
     def env(self) -> ServedEndpoint | None:
@@ -74,7 +85,8 @@ class ShardRunner:
         w = self.workload
         if kind == "env":
             return ServerSpec("env", w.env_version.source, dict(w.env_kwargs))
-        return ServerSpec("model", w.model_version.source, dict(w.model_kwargs), dict(w.env_vars))
+        return ServerSpec("model", w.model_version.source, dict(w.model_kwargs), dict(w.env_vars),
+                          secrets=self.secrets())
 
     def _missing(self, kind: str) -> bool:
         """Whether the ``kind`` server must be (re)started; a dead one is logged with its last output and stopped."""
@@ -149,6 +161,10 @@ class ShardRunner:
         base["started_at"] = timezone.now()  # the episode starts once its servers are ready
         base["perturbation"] = self.perturbation.as_dict() if self.perturbation.name != "none" else {}
         driver_side = self.perturbation.side == "driver" and self.perturbation.name != "none"
+        if self.agent:
+            key = self.secrets().get(KEY_ENV, "")
+            hook = TranscriptRecorder(evaluation=self.evaluation, workload=self.workload, index=index, key=key)
+            return run_session_episode(self, index, seed, base, wall_cap=wall_cap, hook=hook)
         if driver_side or recording.renders(self.workload.record, index):
             return run_session_episode(self, index, seed, base, wall_cap=wall_cap)
         return self._run_plain(seed, base, wall_cap=wall_cap)

@@ -58,33 +58,43 @@ class _Timings:
 
 
 def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, *, seed: int, max_steps: int | None,
-          deadline: float) -> tuple[int, float, bool, bool, dict]:
+          deadline: float, hook=None) -> tuple[int, float, bool, bool, dict]:
     """Step until the env ends the episode or a cap (``max_steps``, rlmesh's step bound, the monotonic ``deadline``)
-    truncates it; return ``(steps, return, terminated, truncated, last info)``."""
+    truncates it; return ``(steps, return, terminated, truncated, last info)``. ``hook`` (an agent rollout's
+    :class:`~evaluations.runs.transcripts.TranscriptRecorder`) sees the reset and every step."""
     obs, info = session.reset(seed=seed)
     frames.grab(obs)
+    if hook is not None:
+        hook.on_reset(obs, info, seed=seed)
     action = None
     steps, total, terminated, truncated = 0, 0.0, False, False
+    predict_ms = 0.0
     while True:
         if perturber.wants_prediction():
             p0 = time.perf_counter()
             action = session.predict(perturber.observation(obs))
-            timings.add("predict", (time.perf_counter() - p0) * 1000)
+            predict_ms = (time.perf_counter() - p0) * 1000
+            timings.add("predict", predict_ms)
         s0 = time.perf_counter()
         obs, reward, terminated, truncated, info = session.step(perturber.action(action))
-        timings.add("step", (time.perf_counter() - s0) * 1000)
+        step_ms = (time.perf_counter() - s0) * 1000
+        timings.add("step", step_ms)
         steps += 1
         total += float(reward)
         frames.grab(obs)
+        if hook is not None:
+            hook.on_step(steps, action, obs, reward, terminated, truncated, info, predict_ms=predict_ms,
+                         step_ms=step_ms)
         if terminated or truncated:
             return steps, total, terminated, truncated, info
         if (max_steps and steps >= max_steps) or steps >= STEP_BOUND or time.monotonic() >= deadline:
             return steps, total, terminated, True, info
 
 
-def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: float) -> EpisodeOutcome:
+def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: float, hook=None) -> EpisodeOutcome:
     """Run episode ``index`` with seed ``seed`` of a :class:`~evaluations.runs.runner.ShardRunner`'s workload as a
-    session loop; return its outcome (an ``error`` outcome with ``restart`` set when the env or model failed)."""
+    session loop; return its outcome (an ``error`` outcome with ``restart`` set when the env or model failed).
+    ``hook`` records an agent rollout's transcript and adds its fields (``hook.finish``)."""
     import rlmesh
 
     workload = runner.workload
@@ -98,9 +108,14 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
         perturber = Perturber(runner.perturbation, seed, env_client.action_space)
         with rlmesh.session(model, env_client) as session:
             steps, total, terminated, truncated, info = _loop(
-                session, perturber, frames, timings, seed=seed, max_steps=workload.max_steps, deadline=t0 + wall_cap)
+                session, perturber, frames, timings, seed=seed, max_steps=workload.max_steps, deadline=t0 + wall_cap,
+                hook=hook)
     except Exception as exc:  # noqa: BLE001 - as on the plain path: this episode fails, not the shard
-        return runner.failed(base, exc, t0)
+        outcome = runner.failed(base, exc, t0)
+        if hook is not None:
+            hook.on_error(exc)
+            outcome.fields = hook.finish(outcome.fields)
+        return outcome
     finally:
         close_quietly(env_client)
     fields = completed_fields(
@@ -111,4 +126,6 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
         name = f"episodes/{runner.evaluation.public_id}/w{workload.index:03d}-e{index:05d}.mp4"
         left = runner.evaluation.organization.storage_left()
         fields.update(recording.save_episode_video(name, frames.frames, frames.render_ms, storage_left=left))
+    if hook is not None:
+        fields = hook.finish(fields)
     return EpisodeOutcome(fields)

@@ -19,12 +19,15 @@ class RuntimeBackendError(Exception):
 @dataclass(frozen=True)
 class ServerSpec:
     """What to serve: ``kind`` ``"env"`` or ``"model"``, a ``source`` such as ``python://module:Target``,
-    the make/load ``kwargs`` (``--kwargs-json``) and extra environment variables for the process."""
+    the make/load ``kwargs`` (``--kwargs-json``) and extra environment variables for the process: ``env_vars``
+    from the request (containers only) and ``secrets``, variables only the platform names (the endpoint bridge's
+    key), which every runtime sets on the server and nothing prints."""
 
     kind: str
     source: str
     kwargs: dict = field(default_factory=dict)
     env_vars: dict = field(default_factory=dict)
+    secrets: dict = field(default_factory=dict, repr=False)
 
 
 class ServedEndpoint(ABC):

@@ -118,6 +118,7 @@ class DockerRuntime(RuntimeBackend):
             **{k: str(v) for k, v in spec.env_vars.items()},
             "RLMESH_ADDRESS": "0.0.0.0:50051",
             "RLMESH_WORKFLOW_EDITION": settings.RLMESH_WORKFLOW_EDITION,
+            **spec.secrets,
         }
         if spec.kwargs:
             environment["RLMESH_MAKE_KWARGS"] = json.dumps(spec.kwargs)

@@ -110,7 +110,8 @@ class LocalRuntime(RuntimeBackend):
 
     def start(self, spec: ServerSpec, *, name: str) -> LocalServer:
         """Start the server. ``spec.env_vars`` are deliberately not passed: the process runs as the worker, where
-        variables such as ``PYTHONWARNINGS`` or ``LD_PRELOAD`` from a request would execute code."""
+        variables such as ``PYTHONWARNINGS`` or ``LD_PRELOAD`` from a request would execute code. ``spec.secrets``
+        are: their names come from the platform, only their values from a request."""
         python, target = interpreter_for(spec.source)
         log_dir = Path(settings.RLMESH_RUN_DIR)
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -132,6 +133,7 @@ class LocalRuntime(RuntimeBackend):
             "RLMESH_WORKFLOW_EDITION": settings.RLMESH_WORKFLOW_EDITION,
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join(p for p in (str(settings.BASE_DIR), os.environ.get("PYTHONPATH", "")) if p),
+            **spec.secrets,  # names chosen by the platform (unlike env_vars above): safe on the worker host
         }
         started = time.monotonic()
         proc = None

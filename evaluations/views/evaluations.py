@@ -29,6 +29,7 @@ from ..reports import episode_rows, task_label
 from ..runs.lifecycle import CancelRefused, cancel_evaluation
 from ..selectors import evaluation_detail_queryset
 from ..tenancy import active_membership, active_organization, org_evaluation
+from .agents import agent_overview
 
 TABS = ("overview", "episodes", "configuration", "logs")
 
@@ -166,7 +167,7 @@ def evaluation_detail(request: HttpRequest, public_id: str, tab: str = "overview
         "can_cancel": may_cancel(role=role, user=request.user, evaluation=evaluation),
     }
     if tab == "overview":
-        context.update(_overview_context(request, evaluation))
+        context.update(_overview_context(request, evaluation), **agent_overview(evaluation))
     elif tab == "episodes":
         context.update(_episodes_context(request, evaluation))
     elif tab == "configuration":

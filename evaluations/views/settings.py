@@ -16,6 +16,7 @@ from ..htmx import is_partial, render_page_or_partial
 from ..models import ApiKey, Invitation, Membership
 from ..selectors import api_keys_with_effective_role
 from ..tenancy import active_membership, role_required
+from .agents import webhook_settings
 
 
 @login_required
@@ -48,6 +49,7 @@ def organization_settings(request: HttpRequest) -> HttpResponse:
         "form": form,
         "created_key": created_key,
         "is_admin": is_admin,
+        **webhook_settings(membership),
     }
     return render_page_or_partial(request, "evaluations/settings.html", "keys", context)
 

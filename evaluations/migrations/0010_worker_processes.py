@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluations', '0006_organization_storage_bytes'),
+        ('evaluations', '0009_run_id_unique'),
     ]
 
     operations = [

@@ -1,0 +1,223 @@
+"""The read side of agent runs (seed 004): an evaluation as the status document, its rollouts as results, and the
+token usage and endpoint time summed per rollout, per task and per run.
+
+Any evaluation has a status document; one whose env's tasks are for agents (their scenarios declare ``tools``) is
+an agent evaluation, whether it came through ``/agents`` or ``/v1``. Rollout ids are ``<run_id>_<example>_<rollout>``
+(example = the task's index in the run, rollout = the episode index); episode ids ``ep_`` + 10 hex digits derived
+from the rollout id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from django.conf import settings
+from django.db.models import QuerySet
+
+from .choices import EpisodeStatus, EvaluationStatus, ImageKind, ShardStatus, StopCondition
+from .models import Episode, Evaluation, ImageVersion, Organization, Shard
+
+__all__ = ["STATUS_WORDS", "agent_env_versions", "agent_metrics", "agent_evaluations", "agent_usage",
+           "episode_public_id", "find_rollout", "result_of", "rollout_id", "status_document", "usage_camel"]
+
+#: Evaluation status → the seed's status word.
+STATUS_WORDS = {
+    EvaluationStatus.QUEUED: "QUEUED", EvaluationStatus.RUNNING: "RUNNING", EvaluationStatus.CANCELLING: "RUNNING",
+    EvaluationStatus.COMPLETED: "COMPLETED", EvaluationStatus.FAILED: "FAILED", EvaluationStatus.CANCELLED: "CANCELLED",
+}
+USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+_ROLLOUT = re.compile(r"^(?P<run>[0-9a-f-]{36})_(?P<example>\d{1,6})_(?P<rollout>\d{1,9})$")
+
+
+def agent_env_versions(organization: Organization | None = None) -> list[int]:
+    """Ids of the env versions whose scenarios include tasks for agents (visible to ``organization`` if given)."""
+    qs = ImageVersion.objects.filter(repository__kind=ImageKind.ENV)
+    if organization is not None:
+        from .models import ImageRepository
+
+        qs = qs.filter(repository__in=ImageRepository.objects.visible_to(organization))
+    return [pk for pk, scenarios in qs.values_list("pk", "scenarios")
+            if any(isinstance(s, dict) and s.get("tools") for s in scenarios or [])]
+
+
+def agent_evaluations(organization: Organization) -> QuerySet[Evaluation]:
+    """The organization's agent evaluations: through ``/agents``, or on ``/v1`` with an env that has agent tasks."""
+    return Evaluation.objects.for_org(organization).filter(
+        workloads__env_version_id__in=agent_env_versions(organization)).distinct()
+
+
+def rollout_id(run_id, example: int, rollout: int) -> str:
+    return f"{run_id}_{example}_{rollout}"
+
+
+def episode_public_id(run_id, example: int, rollout: int) -> str:
+    return "ep_" + hashlib.sha256(rollout_id(run_id, example, rollout).encode()).hexdigest()[:10]
+
+
+def find_rollout(evaluation: Evaluation, rollout: str) -> Episode | None:
+    """The recorded episode a rollout id names within ``evaluation`` (None for another run's or a missing one)."""
+    match = _ROLLOUT.match(rollout)
+    if not match or match["run"] != str(evaluation.run_id):
+        return None
+    return evaluation.episodes.filter(workload__index=int(match["example"]), index=int(match["rollout"])) \
+        .select_related("workload").first()
+
+
+def env_id_of(evaluation: Evaluation, workloads: list) -> str | None:
+    agent = evaluation.config.get("agent") or {}
+    if agent.get("envId"):
+        return agent["envId"]
+    if not workloads:
+        return None
+    ref = re.split(r"[:@]", workloads[0].env_ref, maxsplit=1)[0]
+    return ref.removeprefix("prebuilt/")
+
+
+def _outcome(e: Episode) -> tuple[str, str]:
+    """``(task_outcome, stop_condition)`` of a recorded rollout."""
+    ending = (e.agent or {}).get("ending")
+    if e.status == EpisodeStatus.ERROR:
+        return "error", "error"
+    if ending == "timeout" or e.stop_condition == StopCondition.WALL_TIME:
+        return "timeout", "timeout"
+    passed = "pass" if e.success else "fail"
+    if e.stop_condition == StopCondition.MAX_STEPS or ending == "max_steps":
+        return passed, "max_steps"
+    return passed, "terminal_action"
+
+
+def result_of(e: Episode, run_id) -> dict:
+    """One rollout as the seed's result object, plus extensions (``seed``, ``steps``, ``usage``, ``endpoint_ms``,
+    ``transcript_url`` relative to ``/agents``)."""
+    w = e.workload
+    outcome, stop = _outcome(e)
+    agent = e.agent or {}
+    rid = rollout_id(run_id, w.index, e.index)
+    return {
+        "example_id": w.index, "rollout_id": rid, "episode_id": episode_public_id(run_id, w.index, e.index),
+        "task": w.task_id, "reward": max(float(e.reward), 0.0) if e.reward is not None else 0.0,
+        "task_passed": outcome == "pass", "task_outcome": outcome,
+        "is_completed": e.status == EpisodeStatus.COMPLETED and bool(e.terminated), "is_truncated": stop == "max_steps",
+        "stop_condition": stop, "verifiers": list(e.verifiers or []), "error": e.error or None,
+        "seed": e.seed, "steps": e.steps, "usage": agent.get("usage") if agent.get("usageReported") else None,
+        "endpoint_ms": agent.get("endpointMs"),
+        "transcript_url": f"/evaluations/run/{run_id}/transcripts/{rid}" if e.transcript else None,
+    }
+
+
+def _not_run(run_id, w, index: int) -> dict:
+    rid = rollout_id(run_id, w.index, index)
+    return {"example_id": w.index, "rollout_id": rid, "episode_id": episode_public_id(run_id, w.index, index),
+            "task": w.task_id, "reward": 0.0, "task_passed": False, "task_outcome": "error", "is_completed": False,
+            "is_truncated": False, "stop_condition": "cancelled", "verifiers": [],
+            "error": "not run: the run was cancelled", "seed": w.seed_for(index), "steps": 0, "usage": None,
+            "endpoint_ms": None, "transcript_url": None}
+
+
+def _current(evaluation: Evaluation, recorded: set) -> tuple[str | None, str | None]:
+    """(episode id, task id) of the rollout a running shard is on now, or (None, None)."""
+    if evaluation.status not in (EvaluationStatus.RUNNING, EvaluationStatus.CANCELLING):
+        return None, None
+    for shard in Shard.objects.filter(evaluation=evaluation, status=ShardStatus.RUNNING).select_related("workload"):
+        w = shard.workload
+        for index in range(shard.start, shard.stop):
+            if (w.index, index) not in recorded:
+                return episode_public_id(evaluation.run_id, w.index, index), w.task_id
+    return None, None
+
+
+def _sum(rows: list[dict]) -> dict:
+    usage = dict.fromkeys(USAGE_KEYS, 0)
+    reported = False
+    for r in rows:
+        if r["usage"]:
+            reported = True
+            for k in USAGE_KEYS:
+                usage[k] += int(r["usage"].get(k) or 0)
+    steps = sum(r["steps"] for r in rows)
+    endpoint = round(sum(r["endpoint_ms"] or 0 for r in rows), 3)
+    return {"rollouts": len(rows), "passed": sum(r["task_passed"] for r in rows), "steps": steps,
+            **(usage if reported else dict.fromkeys(USAGE_KEYS)), "endpoint_ms": endpoint,
+            "endpoint_ms_per_step": round(endpoint / steps, 3) if steps else None}
+
+
+def agent_usage(results: list[dict]) -> dict:
+    """Token usage (as the endpoint reported it; null when it reported none) and endpoint time, for the run and per
+    task: ``{"rollouts", "passed", "steps", "prompt_tokens", "completion_tokens", "total_tokens", "endpoint_ms",
+    "endpoint_ms_per_step", "tasks": [{"task", ...same}]}``."""
+    ran = [r for r in results if r["stop_condition"] != "cancelled"]
+    tasks: dict[str, list[dict]] = {}
+    for r in ran:
+        tasks.setdefault(r["task"], []).append(r)
+    return {**_sum(ran), "tasks": [{"task": t, **_sum(rows)} for t, rows in tasks.items()]}
+
+
+def usage_camel(usage: dict) -> dict:
+    """:func:`agent_usage` with camelCase keys (the ``agent`` block of ``/v1`` metrics)."""
+    def camel(key: str) -> str:
+        head, *rest = key.split("_")
+        return head + "".join(p.title() for p in rest)
+
+    def convert(value):
+        if isinstance(value, dict):
+            return {camel(k): convert(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [convert(v) for v in value]
+        return value
+
+    return convert(usage)
+
+
+def evaluation_results(evaluation: Evaluation) -> list[dict]:
+    """Every rollout's result in (example, rollout) order; rollouts a cancellation left unrun are listed with
+    ``stop_condition: cancelled``."""
+    episodes = list(evaluation.episodes.select_related("workload").order_by("workload__index", "index"))
+    results = [result_of(e, evaluation.run_id) for e in episodes]
+    if evaluation.status == EvaluationStatus.CANCELLED:
+        recorded = {(e.workload.index, e.index) for e in episodes}
+        for w in evaluation.workloads.order_by("index"):
+            results += [_not_run(evaluation.run_id, w, i) for i in range(w.episodes) if (w.index, i) not in recorded]
+        results.sort(key=lambda r: (r["example_id"], int(r["rollout_id"].rsplit("_", 1)[1])))
+    return results
+
+
+def status_document(evaluation: Evaluation, *, deliveries: bool = True) -> dict:
+    """The seed-004 status document of an evaluation, with the extensions ``usage``, ``error``, ``warnings``,
+    ``dashboard_url`` and (``deliveries``) ``webhook`` with its delivery log. The webhook body is this document
+    without ``webhook``, so every attempt sends the same bytes."""
+    workloads = list(evaluation.workloads.order_by("index"))
+    results = evaluation_results(evaluation)
+    recorded = {(r["example_id"], int(r["rollout_id"].rsplit("_", 1)[1])) for r in results}
+    current_episode, current_task = _current(evaluation, recorded)
+    agent = evaluation.config.get("agent") or {}
+    doc = {
+        "run_id": str(evaluation.run_id), "status": STATUS_WORDS[evaluation.status],
+        "progress": {"completed_rollouts": evaluation.completed_episodes, "total_rollouts": evaluation.total_episodes,
+                     "current_episode_id": current_episode, "current_task_id": current_task},
+        "env_id": env_id_of(evaluation, workloads),
+        "model": agent.get("model") or (", ".join(sorted({w.model_ref for w in workloads})) or None),
+        "started_at": _iso(evaluation.started_at), "completed_at": _iso(evaluation.finished_at),
+        "evaluation_id": evaluation.public_id, "run_output_path": f"outputs/runs/{evaluation.run_id}",
+        "evaluations": [{"id": evaluation.public_id, "results": results}],
+        "error": evaluation.error_message or None, "warnings": list(evaluation.warnings or []),
+        "usage": agent_usage(results), "dashboard_url": f"{settings.PUBLIC_URL}{evaluation.get_absolute_url()}",
+    }
+    if deliveries:
+        doc["webhook"] = {"url": evaluation.webhook_url or None, "deliveries": [
+            {"attempt": d.attempt, "webhook_id": d.webhook_id, "status_code": d.status_code, "error": d.error or None,
+             "duration_ms": d.duration_ms, "at": _iso(d.at), "next_attempt_at": _iso(d.next_attempt_at)}
+            for d in evaluation.webhook_deliveries.all()]}
+    return doc
+
+
+def agent_metrics(evaluation: Evaluation) -> dict | None:
+    """The ``agent`` block of ``/v1`` metrics (camelCase :func:`agent_usage`), or None for an evaluation without
+    agent rollouts."""
+    if not evaluation.episodes.exclude(agent={}).exists():
+        return None
+    return usage_camel(agent_usage(evaluation_results(evaluation)))
+
+
+def _iso(value) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None

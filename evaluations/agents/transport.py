@@ -1,0 +1,268 @@
+"""How the bridge reaches an endpoint: one request, retried on transient failures, timed, with its usage.
+
+Three transports, each ``send(body) -> Reply`` raising :class:`EndpointError` on failure:
+
+- :class:`OpenAIChat`: ``POST {url}/v1/chat/completions`` (``{url}/chat/completions`` when ``url`` ends in
+  ``/v1``) through the official ``openai`` client (its own retries off), ``Authorization: Bearer <key>`` (no
+  header without a key), ``additional_params`` merged into the JSON body. The body goes through the client's
+  generic ``post`` (parsed into its ``ChatCompletion``): ``chat.completions.create`` walks every message through
+  its TypedDict transform first, 2–3 ms per call on a 10-message conversation, half the bridge's budget.
+- :class:`HttpAgent`: ``POST {url}`` with our plain JSON agent protocol (see :mod:`evaluations.agents.bridge`).
+- :class:`RlmeshModel`: an ``rlmesh`` model server at ``tcp://host:port`` (``rlmesh.numpy.RemoteModel``).
+
+:func:`call_with_retries` retries 429, 5xx, timeouts and connection errors up to ``max_retries`` times, sleeping
+``Retry-After`` (seconds or an HTTP date) when the endpoint sent one, else ``backoff_seconds * 2**(n-1)``, both
+capped at ``max_backoff_seconds``. Other 4xx and malformed replies fail at once.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["EndpointConfig", "EndpointError", "HttpAgent", "OpenAIChat", "Reply", "RlmeshModel", "call_with_retries",
+           "chat_url", "retry_after_seconds"]
+
+
+@dataclass
+class EndpointConfig:
+    """The bridge's endpoint settings (``load(**config)``); ``key`` comes from the environment, never kwargs."""
+
+    url: str
+    model: str | None = None
+    use_wrapper: bool = True
+    send_tool_definitions: bool = True
+    use_openai_chat: bool = True
+    minimal_observation: bool | None = None
+    additional_params: dict[str, Any] | None = None
+    timeout_seconds: float = 60.0
+    max_retries: int = 3
+    backoff_seconds: float = 0.5
+    max_backoff_seconds: float = 30.0
+    key: str = field(default="", repr=False)
+
+    @property
+    def protocol(self) -> str:
+        """``rlmesh`` (a ``tcp://`` URL), ``openai-chat`` or ``http-agent``."""
+        if self.url.startswith("tcp://"):
+            return "rlmesh"
+        return "openai-chat" if self.use_openai_chat else "http-agent"
+
+
+class EndpointError(Exception):
+    """A failed endpoint call. ``retryable``: worth another attempt; ``retry_after``: seconds the endpoint asked
+    to wait (or None); ``status``: the HTTP status, if any."""
+
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None, status: int | None = None):
+        super().__init__(message)
+        self.retryable, self.retry_after, self.status = retryable, retry_after, status
+
+
+@dataclass
+class Reply:
+    """One endpoint answer: ``content`` text, OpenAI-shaped ``tool_calls`` dicts, ``usage`` as reported (or None),
+    ``status`` (HTTP), ``action`` (an rlmesh model's action text, or the HTTP agent's JSON object)."""
+
+    content: str | None = None
+    tool_calls: list[dict] = field(default_factory=list)
+    usage: dict | None = None
+    status: int | None = None
+    action: Any = None
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _retryable_status(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def call_with_retries(send: Callable[[], Reply], cfg: EndpointConfig, sleep: Callable[[float], None] = time.sleep
+                      ) -> tuple[Reply | None, dict[str, Any]]:
+    """Call ``send`` until it succeeds, fails permanently or runs out of retries.
+
+    Returns ``(reply or None, stats)``; stats: ``attempts``, ``latencyMs`` (the last attempt), ``backoffMs`` (total
+    sleep), ``error`` (None on success, else the last failure's message), ``status`` (the last HTTP status).
+    """
+    backoff_ms, attempt = 0.0, 0
+    while True:
+        attempt += 1
+        t0 = time.perf_counter()
+        try:
+            reply = send()
+        except EndpointError as exc:
+            stats = {"attempts": attempt, "latencyMs": (time.perf_counter() - t0) * 1000, "backoffMs": backoff_ms,
+                     "error": str(exc), "status": exc.status}
+            if not exc.retryable or attempt > cfg.max_retries:
+                return None, stats
+            delay = exc.retry_after if exc.retry_after is not None else cfg.backoff_seconds * 2 ** (attempt - 1)
+            delay = min(delay, cfg.max_backoff_seconds)
+            sleep(delay)
+            backoff_ms += delay * 1000
+            continue
+        return reply, {"attempts": attempt, "latencyMs": (time.perf_counter() - t0) * 1000, "backoffMs": backoff_ms,
+                       "error": None, "status": reply.status}
+
+
+def chat_url(url: str) -> str:
+    """The chat-completions URL for an endpoint base URL (``…/v1/chat/completions``)."""
+    return _base_url(url) + "/chat/completions"
+
+
+def _base_url(url: str) -> str:
+    base = url.rstrip("/")
+    return base if base.endswith("/v1") else base + "/v1"
+
+
+class OpenAIChat:
+    """OpenAI-compatible chat completions through the ``openai`` client (one client, one connection pool)."""
+
+    def __init__(self, cfg: EndpointConfig):
+        import openai
+
+        import logging
+
+        from openai.types.chat import ChatCompletion
+
+        self.cfg = cfg
+        self._openai = openai
+        self._completion = ChatCompletion
+        self._client = openai.OpenAI(api_key=cfg.key or "no-key", base_url=_base_url(cfg.url),
+                                     timeout=cfg.timeout_seconds, max_retries=0)
+        # Without a key, send no Authorization header at all (the client insists on one unless omitted per call).
+        self._options = {} if cfg.key else {"headers": {"Authorization": openai.omit}}
+        # One INFO line per request from the HTTP library is noise in a bridge's log (and costs time per step).
+        logging.getLogger("httpx2").setLevel(logging.WARNING)
+
+    def send(self, body: dict[str, Any]) -> Reply:
+        """POST ``body`` as is (``model``, ``messages``, optional ``tools``, the ``additional_params``)."""
+        openai = self._openai
+        try:
+            completion = self._client.post("/chat/completions", body=body, cast_to=self._completion,
+                                           options=self._options)
+        except openai.APIStatusError as exc:
+            raise EndpointError(f"HTTP {exc.status_code}: {str(exc.message)[:300]}",
+                                retryable=_retryable_status(exc.status_code), status=exc.status_code,
+                                retry_after=retry_after_seconds(exc.response.headers.get("retry-after"))) from None
+        except openai.APITimeoutError:
+            raise EndpointError(f"timed out after {self.cfg.timeout_seconds:g} s", retryable=True) from None
+        except openai.APIConnectionError as exc:
+            raise EndpointError(f"connection failed: {exc.__cause__ or exc}"[:300], retryable=True) from None
+        except openai.APIError as exc:  # a reply that is not a chat completion
+            raise EndpointError(f"bad reply: {exc}"[:300], retryable=False) from None
+        if not isinstance(completion, self._completion):
+            raise EndpointError("bad reply: not a chat completion", retryable=False, status=200)
+        message = completion.choices[0].message if completion.choices else None
+        if message is None:
+            raise EndpointError("bad reply: no choices", retryable=False, status=200)
+        tool_calls = [tc.model_dump(exclude_none=True) for tc in (message.tool_calls or [])]
+        usage = completion.usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"}) \
+            if completion.usage else None
+        return Reply(content=message.content, tool_calls=tool_calls, usage=usage, status=200)
+
+
+class HttpAgent:
+    """Our plain JSON agent protocol: one ``POST {url}`` per step (``requests`` session, keep-alive)."""
+
+    def __init__(self, cfg: EndpointConfig):
+        import requests
+
+        self.cfg = cfg
+        self._requests = requests
+        self._session = requests.Session()
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if cfg.key:
+            self._headers["Authorization"] = f"Bearer {cfg.key}"
+
+    def send(self, body: dict[str, Any]) -> Reply:
+        """POST ``body``; the reply must be a JSON object (``{"tool", "arguments"}``, optional ``usage``)."""
+        requests = self._requests
+        try:
+            resp = self._session.post(self.cfg.url, data=json.dumps(body), headers=self._headers,
+                                      timeout=self.cfg.timeout_seconds)
+        except requests.Timeout:
+            raise EndpointError(f"timed out after {self.cfg.timeout_seconds:g} s", retryable=True) from None
+        except requests.RequestException as exc:
+            raise EndpointError(f"connection failed: {type(exc).__name__}", retryable=True) from None
+        if resp.status_code >= 400:
+            raise EndpointError(f"HTTP {resp.status_code}: {resp.text[:300]}", status=resp.status_code,
+                                retryable=_retryable_status(resp.status_code),
+                                retry_after=retry_after_seconds(resp.headers.get("Retry-After")))
+        try:
+            data = resp.json()
+        except ValueError:
+            return Reply(content=resp.text[:2000], status=resp.status_code)
+        usage = data.get("usage") if isinstance(data, dict) and isinstance(data.get("usage"), dict) else None
+        return Reply(content=resp.text[:2000], usage=usage, status=resp.status_code, action=data)
+
+
+class RlmeshModel:
+    """An ``rlmesh`` model server (``tcp://host:port``): each episode's observations are forwarded unchanged.
+
+    rlmesh 0.1.0's public ``RemoteModel`` only opens sessions against a live env, which the bridge does not have,
+    so this uses its native model client (``PyModelClient``) with an env contract built from the observation's
+    keys (``Text`` for strings, uint8 ``Box`` for arrays); one client (one model session) per episode.
+    """
+
+    def __init__(self, cfg: EndpointConfig):
+        self.cfg = cfg
+        self.address = cfg.url.removeprefix("tcp://").rstrip("/")
+        self._contracts: dict[tuple, Any] = {}
+
+    def _contract(self, observation: dict[str, Any]):
+        import gymnasium as gym
+        import numpy as np
+        import rlmesh
+
+        key = tuple(sorted((k, getattr(v, "shape", None)) for k, v in observation.items()))
+        if key not in self._contracts:
+            spaces = {k: gym.spaces.Box(0, 255, shape=v.shape, dtype=np.uint8) if isinstance(v, np.ndarray)
+                      else gym.spaces.Text(min_length=1, max_length=1 << 22) for k, v in observation.items()}
+            env = gym.Env()
+            env.observation_space = gym.spaces.Dict(spaces)
+            env.action_space = gym.spaces.Text(min_length=1, max_length=1 << 22)
+            # Constructing the server only builds the contract; nothing is bound or served.
+            self._contracts[key] = rlmesh.EnvServer(env, "127.0.0.1:0").env_contract
+        return self._contracts[key]
+
+    def open(self, observation: dict[str, Any], seed: int | None = None):
+        """A model session for one episode (raises :class:`EndpointError` when the server cannot be reached)."""
+        from rlmesh._load_native import load_native
+
+        try:
+            client = load_native("PyModelClient")(
+                self.address, self._contract(observation), 1,
+                connect_timeout_seconds=min(10.0, self.cfg.timeout_seconds),
+                request_timeout_seconds=self.cfg.timeout_seconds)
+            client.reset(seed)
+        except (ConnectionError, TimeoutError, OSError, RuntimeError) as exc:
+            raise EndpointError(f"rlmesh model server: {type(exc).__name__}: {exc}"[:300], retryable=True) from None
+        return client
+
+    def send(self, client: Any, observation: dict[str, Any]) -> Reply:
+        """Forward ``observation`` through an episode's ``client``; the action comes back in ``Reply.action``."""
+        import rlmesh
+
+        bridge = rlmesh.numpy.RemoteModel._bridge
+        try:
+            action = bridge.decode(client.predict(bridge.encode(observation)))
+        except (ConnectionError, TimeoutError, OSError, RuntimeError) as exc:
+            raise EndpointError(f"rlmesh model server: {type(exc).__name__}: {exc}"[:300], retryable=True) from None
+        if isinstance(action, bytes):
+            action = action.decode("utf-8", "replace")
+        return Reply(content=action if isinstance(action, str) else None, action=action)

@@ -1,0 +1,124 @@
+"""Checks the API runs on an agent endpoint before a run starts; each returns ``[{"path", "message"}]`` (empty: ok).
+
+- :func:`validate_endpoint_url`: the URL parses; the scheme is ``http``, ``https`` or ``tcp`` (an ``rlmesh`` model
+  server, ``tcp://host:port``); it has a host, a valid port (required for ``tcp``) and no credentials
+  (``user:pass@``: keys go in ``endpoint.key``). Unless ``allow_private`` is passed, the host name is resolved
+  (``socket.getaddrinfo``, every address it returns) and refused when any address is private, loopback,
+  link-local, multicast, reserved or unspecified (IPv4 and IPv6, IPv4-mapped IPv6 unwrapped), so a run cannot
+  be pointed at the platform's own network. The check is made when the run is submitted; a host whose DNS
+  answer changes later (rebinding) is not re-checked by the bridge.
+- :func:`validate_endpoint`: the whole seed-004 ``endpoint`` object (types of every field, plus the two below).
+- :func:`validate_additional_params`: a JSON object whose keys do not replace what the bridge itself sends
+  (``model``, ``messages``, ``tools``, and ``tool_choice``/``functions``/``function_call``, which would
+  change the tool protocol; ``stream``, which the bridge does not read).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = ["RESERVED_PARAMS", "validate_additional_params", "validate_endpoint", "validate_endpoint_url"]
+
+#: ``additional_params`` keys that would replace or break what the bridge sends.
+RESERVED_PARAMS: tuple[str, ...] = ("model", "messages", "tools", "tool_choice", "functions", "function_call",
+                                    "stream")
+SCHEMES = ("http", "https", "tcp")
+
+
+def _err(path: str, message: str) -> dict[str, str]:
+    return {"path": path, "message": message}
+
+
+def _blocked(address: str) -> str | None:
+    """Why an IP address is not a public target, or None."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    for label in ("unspecified", "loopback", "link_local", "private", "multicast", "reserved"):
+        if getattr(ip, f"is_{label}"):
+            return label.replace("_", "-")
+    return None
+
+
+def _resolve(host: str, port: int | None) -> list[str]:
+    infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
+    return sorted({info[4][0] for info in infos})
+
+
+def validate_endpoint_url(url: Any, *, allow_private: bool = False, path: str = "endpoint.url") -> list[dict]:
+    """Errors of an endpoint URL (see the module docstring); ``[]`` when it may be used.
+
+    ``allow_private`` skips the address check (an operator setting, for endpoints on the platform's own network
+    and for tests on loopback). Resolving the host can take as long as the system resolver does.
+    """
+    if not isinstance(url, str) or not url.strip():
+        return [_err(path, "must be a non-empty URL")]
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        return [_err(path, f"malformed URL: {exc}")]
+    if parts.scheme not in SCHEMES:
+        return [_err(path, f"scheme must be one of {', '.join(SCHEMES)} (got {parts.scheme or 'none'!r})")]
+    if parts.username is not None or parts.password is not None:
+        return [_err(path, "must not contain credentials; pass the key as endpoint.key")]
+    host = parts.hostname
+    if not host:
+        return [_err(path, "malformed URL: no host")]
+    if parts.scheme == "tcp" and (port is None or parts.path not in ("", "/") or parts.query):
+        return [_err(path, "an rlmesh model server URL is tcp://host:port, without a path")]
+    if allow_private:
+        return []
+    try:
+        addresses = _resolve(host, port)
+    except (socket.gaierror, UnicodeError) as exc:
+        return [_err(path, f"cannot resolve host {host!r}: {exc}")]
+    for address in addresses:
+        reason = _blocked(address)
+        if reason:
+            return [_err(path, f"host {host!r} resolves to {address}, which is {reason}; "
+                               "private, loopback and link-local targets are refused")]
+    return []
+
+
+def validate_additional_params(params: Any, *, path: str = "endpoint.additional_params") -> list[dict]:
+    """Errors of ``additional_params`` (merged into every chat request body): it must be null or a JSON object,
+    and none of :data:`RESERVED_PARAMS` may be set (each such key is one error, path ``<path>.<key>``)."""
+    if params is None:
+        return []
+    if not isinstance(params, dict):
+        return [_err(path, "must be a JSON object or null")]
+    errors = []
+    for key in params:
+        if not isinstance(key, str):
+            errors.append(_err(path, "keys must be strings"))
+        elif key in RESERVED_PARAMS:
+            errors.append(_err(f"{path}.{key}", f"'{key}' is set by the bridge and cannot be overridden"))
+    return errors
+
+
+_FLAGS = ("use_wrapper", "send_tool_definitions", "use_openai_chat")
+
+
+def validate_endpoint(endpoint: Any, *, allow_private: bool = False, path: str = "endpoint") -> list[dict]:
+    """Errors of a whole seed-004 ``endpoint`` object (``url``, ``key``, ``model``, the three boolean flags,
+    ``minimal_observation``, ``additional_params``): :func:`validate_endpoint_url` on ``url``, booleans where
+    booleans belong (``minimal_observation`` may be null), ``key``/``model`` strings or null, and
+    :func:`validate_additional_params`. Never echoes the key."""
+    if not isinstance(endpoint, dict):
+        return [_err(path, "must be a JSON object")]
+    errors = validate_endpoint_url(endpoint.get("url"), allow_private=allow_private, path=f"{path}.url")
+    for name in ("key", "model"):
+        if endpoint.get(name) is not None and not isinstance(endpoint[name], str):
+            errors.append(_err(f"{path}.{name}", "must be a string or null"))
+    for name in _FLAGS:
+        if name in endpoint and endpoint[name] is not None and not isinstance(endpoint[name], bool):
+            errors.append(_err(f"{path}.{name}", "must be true or false"))
+    value = endpoint.get("minimal_observation")
+    if value is not None and not isinstance(value, bool):
+        errors.append(_err(f"{path}.minimal_observation", "must be true, false or null"))
+    errors += validate_additional_params(endpoint.get("additional_params"), path=f"{path}.additional_params")
+    return errors

@@ -1,0 +1,79 @@
+"""``GET /agents/evaluations`` (cursor-paginated, newest first, ``?environment_id=``) and
+``GET /agents/evaluations/{evaluation_id}`` (the status document)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import Q
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from ...agent_reports import STATUS_WORDS, agent_evaluations, env_id_of, status_document
+from ...planning.agent_runs import agent_env_reference
+from ...services.catalog import ReferenceError_, parse_reference
+from ..pagination import decode_cursor, encode_cursor, page_limit, take_page
+from .base import AgentView
+from .runs import status_url
+from .serializers import AgentEvaluationListSerializer, StatusDocumentSerializer
+from ..serializers import errors
+
+__all__ = ["AgentEvaluationDetailView", "AgentEvaluationListView"]
+
+
+def _iso(value):
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def summary(evaluation) -> dict:
+    workloads = list(evaluation.workloads.all())
+    agent = evaluation.config.get("agent") or {}
+    return {
+        "run_id": evaluation.run_id, "evaluation_id": evaluation.public_id,
+        "status": STATUS_WORDS[evaluation.status], "env_id": env_id_of(evaluation, workloads),
+        "model": agent.get("model") or (", ".join(sorted({w.model_ref for w in workloads})) or None),
+        "progress": {"completed_rollouts": evaluation.completed_episodes, "total_rollouts": evaluation.total_episodes,
+                     "current_episode_id": None, "current_task_id": None},
+        "created_at": _iso(evaluation.created_at), "started_at": _iso(evaluation.started_at),
+        "completed_at": _iso(evaluation.finished_at), "status_url": status_url(evaluation.run_id),
+    }
+
+
+class AgentEvaluationListView(AgentView):
+    MAX_LIMIT = 500
+
+    @extend_schema(
+        parameters=[OpenApiParameter("environment_id", str, description="e.g. miniwob or prebuilt/miniwob"),
+                    OpenApiParameter("limit", int, description="page size, 1–500 (default 20)"),
+                    OpenApiParameter("cursor", str, description="next_cursor of the previous page")],
+        responses={200: AgentEvaluationListSerializer, **errors(400, 401)}, summary="Agent evaluations, newest first",
+        operation_id="agents_evaluations_list")
+    def get(self, request):
+        limit = page_limit(request, default=20, maximum=self.MAX_LIMIT)
+        qs = agent_evaluations(self.organization).prefetch_related("workloads")
+        env_id = request.query_params.get("environment_id")
+        if env_id:
+            try:
+                ref = parse_reference(agent_env_reference(env_id))
+            except ReferenceError_ as exc:
+                raise ValidationError({"environment_id": [str(exc)]}) from None
+            qs = qs.filter(workloads__env_version__repository__namespace=ref.namespace,
+                           workloads__env_version__repository__name=ref.repository)
+        qs = qs.order_by("-created_at", "-id")
+        cursor = request.query_params.get("cursor")
+        if cursor:
+            created_at, pk = decode_cursor(cursor, datetime, int)
+            qs = qs.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
+        page, more = take_page(qs, limit)
+        last = page[-1] if page else None
+        body = {"items": [summary(e) for e in page],
+                "next_cursor": encode_cursor(last.created_at.isoformat(), last.pk) if more else None}
+        return Response(AgentEvaluationListSerializer(body).data)
+
+
+class AgentEvaluationDetailView(AgentView):
+    @extend_schema(responses={200: StatusDocumentSerializer, **errors(401, 404)}, summary="One agent evaluation (its status)",
+                   operation_id="agents_evaluation_detail")
+    def get(self, request, evaluation_id: str):
+        return Response(StatusDocumentSerializer(status_document(self.get_agent_evaluation(evaluation_id))).data)

@@ -1,0 +1,168 @@
+"""Response serializers of the ``/agents`` API (seed 004); they also document every response in OpenAPI."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+__all__ = ["AgentEvaluationListSerializer", "RunCreatedSerializer", "StatusDocumentSerializer",
+           "TaskCatalogSerializer", "TranscriptSerializer"]
+
+
+class AgentProgressSerializer(serializers.Serializer):
+    completed_rollouts = serializers.IntegerField()
+    total_rollouts = serializers.IntegerField()
+    current_episode_id = serializers.CharField(allow_null=True, help_text="the rollout running now, while running")
+    current_task_id = serializers.CharField(allow_null=True)
+
+
+class AgentTokenUsageSerializer(serializers.Serializer):
+    prompt_tokens = serializers.IntegerField(allow_null=True)
+    completion_tokens = serializers.IntegerField(allow_null=True)
+    total_tokens = serializers.IntegerField(allow_null=True)
+
+
+class AgentVerifierSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    passed = serializers.BooleanField()
+    score = serializers.FloatField(allow_null=True)
+    detail = serializers.CharField(allow_blank=True)
+
+
+class AgentResultSerializer(serializers.Serializer):
+    example_id = serializers.IntegerField(help_text="the task's index in the run's task_ids")
+    rollout_id = serializers.CharField(help_text="<run_id>_<example_id>_<rollout>")
+    episode_id = serializers.CharField()
+    task = serializers.CharField()
+    reward = serializers.FloatField(help_text="the page's raw reward, -1 clamped to 0")
+    task_passed = serializers.BooleanField()
+    task_outcome = serializers.ChoiceField(choices=["pass", "fail", "error", "timeout"])
+    is_completed = serializers.BooleanField(help_text="the environment ended the episode")
+    is_truncated = serializers.BooleanField(help_text="the step cap ended it")
+    stop_condition = serializers.ChoiceField(choices=["terminal_action", "max_steps", "timeout", "error", "cancelled"])
+    verifiers = AgentVerifierSerializer(many=True)
+    error = serializers.CharField(allow_null=True)
+    seed = serializers.IntegerField(help_text="extension: the episode seed")
+    steps = serializers.IntegerField(help_text="extension")
+    usage = AgentTokenUsageSerializer(allow_null=True, help_text="extension: tokens the endpoint reported, summed")
+    endpoint_ms = serializers.FloatField(allow_null=True, help_text="extension: endpoint latency summed over steps")
+    transcript_url = serializers.CharField(allow_null=True, help_text="extension: relative to /agents")
+
+
+class AgentEvaluationResultsSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    results = AgentResultSerializer(many=True)
+
+
+class AgentUsageTotalsSerializer(AgentTokenUsageSerializer):
+    rollouts = serializers.IntegerField()
+    passed = serializers.IntegerField()
+    steps = serializers.IntegerField()
+    endpoint_ms = serializers.FloatField()
+    endpoint_ms_per_step = serializers.FloatField(allow_null=True)
+
+
+class AgentTaskUsageSerializer(AgentUsageTotalsSerializer):
+    task = serializers.CharField()
+
+
+class AgentUsageSerializer(AgentUsageTotalsSerializer):
+    tasks = AgentTaskUsageSerializer(many=True)
+
+
+class AgentDeliverySerializer(serializers.Serializer):
+    attempt = serializers.IntegerField()
+    webhook_id = serializers.CharField()
+    status_code = serializers.IntegerField(allow_null=True)
+    error = serializers.CharField(allow_null=True)
+    duration_ms = serializers.FloatField(allow_null=True)
+    at = serializers.CharField()
+    next_attempt_at = serializers.CharField(allow_null=True)
+
+
+class AgentWebhookSerializer(serializers.Serializer):
+    url = serializers.CharField(allow_null=True)
+    deliveries = AgentDeliverySerializer(many=True)
+
+
+class StatusDocumentSerializer(serializers.Serializer):
+    """A run's status (seed 004) with the extensions ``usage``, ``error``, ``warnings``, ``dashboard_url`` and
+    ``webhook``."""
+
+    run_id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=["QUEUED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"])
+    progress = AgentProgressSerializer()
+    env_id = serializers.CharField(allow_null=True)
+    model = serializers.CharField(allow_null=True)
+    started_at = serializers.CharField(allow_null=True)
+    completed_at = serializers.CharField(allow_null=True)
+    evaluation_id = serializers.CharField()
+    run_output_path = serializers.CharField(help_text="GET /agents/<run_output_path>: results.json and transcripts")
+    evaluations = AgentEvaluationResultsSerializer(many=True)
+    error = serializers.CharField(allow_null=True)
+    warnings = serializers.ListField(child=serializers.CharField())
+    usage = AgentUsageSerializer()
+    dashboard_url = serializers.CharField()
+    webhook = AgentWebhookSerializer(required=False)
+
+
+class RunCreatedSerializer(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    status = serializers.CharField()
+    status_url = serializers.CharField(help_text="relative to /agents, e.g. /evaluations/run/<run_id>/status")
+    message = serializers.CharField()
+    evaluation_id = serializers.CharField(help_text="extension")
+    warnings = serializers.ListField(child=serializers.CharField(), help_text="extension: ignored fields")
+    dashboard_url = serializers.CharField(help_text="extension")
+
+
+class AgentTaskSerializer(serializers.Serializer):
+    task_id = serializers.CharField()
+    name = serializers.CharField()
+    goal = serializers.CharField(help_text="an example of the goal text the page generates")
+    description = serializers.CharField()
+    max_steps = serializers.IntegerField(allow_null=True)
+    tools = serializers.ListField(child=serializers.CharField())
+
+
+class AgentEnvironmentSerializer(serializers.Serializer):
+    env_id = serializers.CharField()
+    reference = serializers.CharField()
+    description = serializers.CharField()
+    tasks = AgentTaskSerializer(many=True)
+
+
+class TaskCatalogSerializer(serializers.Serializer):
+    environments = AgentEnvironmentSerializer(many=True)
+
+
+class AgentEvaluationSummarySerializer(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    evaluation_id = serializers.CharField()
+    status = serializers.CharField()
+    env_id = serializers.CharField(allow_null=True)
+    model = serializers.CharField(allow_null=True)
+    progress = AgentProgressSerializer()
+    created_at = serializers.CharField()
+    started_at = serializers.CharField(allow_null=True)
+    completed_at = serializers.CharField(allow_null=True)
+    status_url = serializers.CharField()
+
+
+class AgentEvaluationListSerializer(serializers.Serializer):
+    items = AgentEvaluationSummarySerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class TranscriptSerializer(serializers.Serializer):
+    """One rollout's transcript (runs.transcripts): ordered, typed events and the rollout's summary."""
+
+    schema = serializers.CharField()
+    evaluation = serializers.CharField()
+    runId = serializers.CharField()  # noqa: N815
+    task = serializers.CharField()
+    seed = serializers.IntegerField(allow_null=True)
+    summary = serializers.DictField()
+    events = serializers.ListField(child=serializers.DictField())
+
+    def to_representation(self, instance):
+        return dict(instance)  # the stored document as written (already redacted)
