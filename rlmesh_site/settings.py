@@ -255,6 +255,9 @@ if CELERY_BROKER_URL.startswith("sqla+"):
     # evaluations.broker.DatabaseTransport is kombu's SQLAlchemy transport with that polling interval.
     CELERY_BROKER_URL = CELERY_BROKER_URL.removeprefix("sqla+")
     CELERY_BROKER_TRANSPORT = "evaluations.broker:DatabaseTransport"
+elif CELERY_BROKER_URL.startswith("redis://"):
+    # evaluations.broker.RedisTransport: kombu's, with workers that survive a Redis restart.
+    CELERY_BROKER_TRANSPORT = "evaluations.broker:RedisTransport"
 # Each task declares its queue (evaluations/tasks.py); workers consume them with -Q shards,maintenance.
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

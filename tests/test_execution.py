@@ -357,3 +357,18 @@ def test_a_dead_process_of_this_host_is_known_at_once_despite_a_fresh_liveness_r
     Shard.objects.filter(pk=shard.pk).update(status="running", claimed_by=identity, heartbeat_at=timezone.now(), attempts=1)
     assert reaper.reap_shards() == [shard.pk]
     assert "exited" in evaluation.logs.last().message
+
+
+def test_a_shard_that_makes_progress_is_requeued_past_the_attempt_limit(tenant_a, monkeypatch, settings):
+    """Hosts lost one after another while the shard records episodes: not a shard that kills its workers."""
+    monkeypatch.setattr("evaluations.runs.dispatch._send", lambda name, shard_id: None)
+    evaluation = create(tenant_a, cartpole_request())
+    (shard,) = Shard.objects.filter(evaluation=evaluation)
+    started = timezone.now() - timezone.timedelta(minutes=1)
+    Shard.objects.filter(pk=shard.pk).update(status="running", claimed_by="gone:1", started_at=started,
+                                             heartbeat_at=timezone.now(), attempts=settings.RLMESH_SHARD_MAX_ATTEMPTS)
+    svc.record_episode(shard=Shard.objects.get(pk=shard.pk), index=0, seed=0, status="completed", reward=1.0,
+                       success=True, steps=1, stop_condition="terminated")
+    assert reaper.reap_shards() == [shard.pk]
+    shard.refresh_from_db()
+    assert shard.status == "queued" and shard.attempts == 0

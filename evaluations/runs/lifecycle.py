@@ -210,12 +210,14 @@ def fail_lost_shard(shard: Shard, reason: str) -> bool:
     return bool(done)
 
 
-def requeue_lost_shard(shard: Shard, reason: str) -> bool:
+def requeue_lost_shard(shard: Shard, reason: str, *, reset_attempts: bool = False) -> bool:
     """Put a running shard whose worker was lost back in the queue and send it again (on commit); it resumes where it
-    stopped. Conditional on the claim the reaper saw."""
+    stopped. ``reset_attempts`` starts its attempt count over (it made progress). Conditional on the claim the
+    reaper saw."""
     with transaction.atomic():
         done = Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, claimed_by=shard.claimed_by).update(
-            status=ShardStatus.QUEUED, claimed_by="", queued_at=timezone.now()
+            status=ShardStatus.QUEUED, claimed_by="", queued_at=timezone.now(),
+            **({"attempts": 0} if reset_attempts else {}),
         )
         if done:
             log(shard.evaluation, f"shard {shard.index} of workload {shard.workload.index}: worker {shard.claimed_by} "

@@ -107,7 +107,7 @@ def run_shard(shard_id: int) -> str | None:
     todo, done = _remaining(shard)
     attempt = f" (attempt {shard.attempts}, {done} episodes already recorded)" if shard.attempts > 1 else ""
     log(evaluation, f"shard {shard.index} of {shard.workload.model_ref} × {shard.workload.task_id}: episodes "
-        f"[{shard.start}, {shard.stop}) started{attempt}", shard=shard)
+        f"[{shard.start}, {shard.stop}) started on {shard.claimed_by}{attempt}", shard=shard)
     runner = ShardRunner(shard)
     beat = _Heartbeat(shard)
     beat.start()

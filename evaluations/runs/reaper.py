@@ -17,7 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from ..choices import ShardStatus
-from ..models import Evaluation, Shard, WorkerProcess
+from ..models import Episode, Evaluation, Shard, WorkerProcess
 from . import dispatch
 from .lifecycle import fail_lost_shard, fail_stalled_evaluation, requeue_lost_shard
 from .workers import live_identities
@@ -89,8 +89,15 @@ def stalled_evaluations() -> list[str]:
     return failed
 
 
+def _progressed(shard: Shard) -> bool:
+    """Whether the shard recorded an episode during its last attempt: a shard whose workers keep dying while it makes
+    progress (hosts lost one after another) is not a shard that kills its workers, so its attempts start over."""
+    return Episode.objects.filter(shard=shard, finished_at__gte=shard.started_at).exists() if shard.started_at else False
+
+
 def reap_shards() -> list[int]:
-    """Re-queue running shards whose worker was lost (or fail them once ``RLMESH_SHARD_MAX_ATTEMPTS`` is used up), send
+    """Re-queue running shards whose worker was lost (or fail them once ``RLMESH_SHARD_MAX_ATTEMPTS`` attempts in a row
+    recorded nothing), send
     again queued shards whose message was lost, and fail stalled evaluations; return the shard ids sent."""
     live = live_identities()
     stale_before = _ago(settings.RLMESH_SHARD_HEARTBEAT_TIMEOUT)
@@ -99,9 +106,11 @@ def reap_shards() -> list[int]:
         reason = _lost_reason(shard, live, stale_before)
         if reason is None:
             continue
-        if shard.attempts >= settings.RLMESH_SHARD_MAX_ATTEMPTS:
-            fail_lost_shard(shard, f"its worker was lost {shard.attempts} times (last: {shard.claimed_by} {reason})")
-        elif requeue_lost_shard(shard, reason):
+        progressed = _progressed(shard)
+        if shard.attempts >= settings.RLMESH_SHARD_MAX_ATTEMPTS and not progressed:
+            fail_lost_shard(shard, f"its worker was lost {shard.attempts} times without recording an episode "
+                            f"(last: {shard.claimed_by} {reason})")
+        elif requeue_lost_shard(shard, reason, reset_attempts=progressed):
             sent.append(shard.pk)
     stalled_evaluations()
     return sent

@@ -52,7 +52,11 @@ def _start_time(pid: int) -> int | None:
 def _serve(request: dict) -> None:  # in the forked child: becomes the server, never returns
     import runpy
 
+    import setproctitle
+
     try:
+        # ps/pgrep show it as the command it replaces, not as the forkserver it was forked from.
+        setproctitle.setproctitle(" ".join([sys.executable, "-m", "rlmesh.serve", *request["args"]]))
         os.setpgrp()
         _die_with_parent()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)

@@ -127,20 +127,23 @@ class LivePlatform:
         return self.procs["beat"]
 
     def servers_of(self) -> dict[str, set[int]]:
-        """``{worker name: pids of the rlmesh.serve servers its pool runs}`` for this platform's workers: servers are
-        children of a pool process, which shares its worker's process group (other platforms on the machine are
-        left out)."""
+        """``{worker name: pids of the rlmesh.serve servers its pool runs}`` for this platform's workers: a server
+        descends from a pool process (directly, or through that process's forkserver), which shares its worker's
+        process group (other platforms on the machine are left out)."""
         pids = subprocess.run(["pgrep", "-f", "rlmesh.serve"], capture_output=True, text=True).stdout.split()
         workers = {proc.pid: name for name, proc in self.procs.items() if name.startswith("worker") and name != "worker"}
         found: dict[str, set[int]] = {}
         for pid in pids:
-            try:
-                parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                group = os.getpgid(parent)
-            except (OSError, ValueError, IndexError):
-                continue
-            if group in workers:
-                found.setdefault(workers[group], set()).add(int(pid))
+            ancestor = int(pid)
+            for _ in range(4):  # server → (forkserver →) pool process
+                try:
+                    ancestor = int(Path(f"/proc/{ancestor}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                    group = os.getpgid(ancestor)
+                except (OSError, ValueError, IndexError):
+                    break
+                if group in workers:
+                    found.setdefault(workers[group], set()).add(int(pid))
+                    break
         return found
 
     def worker_of_servers(self) -> str:
