@@ -212,10 +212,8 @@ def status_document(evaluation: Evaluation, *, deliveries: bool = True) -> dict:
 
 
 def agent_metrics(evaluation: Evaluation) -> dict | None:
-    """The ``agent`` block of ``/v1`` metrics (camelCase :func:`agent_usage`), or None for an evaluation without
-    agent rollouts."""
-    if not evaluation.episodes.exclude(agent={}).exists():
-        return None
+    """The ``agent`` block of ``/v1`` metrics (camelCase :func:`agent_usage`); call it for evaluations with agent
+    rollouts."""
     return usage_camel(agent_usage(evaluation_results(evaluation)))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Q
 
 from .agent_reports import agent_metrics
 from .domain import scoring
@@ -71,7 +70,7 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
     """
     eps = list(
         Episode.objects.filter(evaluation=evaluation).values(
-            "status", "steps", "started_at", "finished_at", "latency", "wall_ms", "video", "video_meta"
+            "status", "steps", "started_at", "finished_at", "latency", "wall_ms", "video", "video_meta", "agent"
         )
     )
     videos = [e["video_meta"] for e in eps if e["video"]]
@@ -86,13 +85,11 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
     waits = [(s["started_at"] - s["queued_at"]).total_seconds() for s in shards if s["started_at"]]
     env_starts = [t for s in shards for t in s["timings"].get("envStartSeconds", [])]
     model_starts = [t for s in shards for t in s["timings"].get("modelStartSeconds", [])]
-    counts = Episode.objects.filter(evaluation=evaluation).aggregate(
-        errors=Count("id", filter=Q(status=EpisodeStatus.ERROR))
-    )
+    errors = sum(1 for e in eps if e["status"] == EpisodeStatus.ERROR)
     return {
         "evaluation": evaluation.public_id,
         "episodes": len(eps),
-        "errors": counts["errors"],
+        "errors": errors,
         "steps": steps,
         "wallSeconds": wall,
         "episodesPerSecond": (len(eps) / wall) if wall else None,
@@ -111,5 +108,5 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
             "encodeMsPerEpisode": _dist([v["encodeMs"] for v in videos if "encodeMs" in v]),
             "renderMsPerEpisode": _dist([v["renderMs"] for v in videos if "renderMs" in v]),
         },
-        "agent": agent_metrics(evaluation),
+        "agent": agent_metrics(evaluation) if any(e["agent"] for e in eps) else None,
     }

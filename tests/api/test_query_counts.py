@@ -140,9 +140,9 @@ def test_scores(api, evaluation, django_assert_num_queries, group_by):
 def test_metrics(api, evaluation, django_assert_num_queries):
     url = f"/v1/evaluations/{evaluation.public_id}/metrics"
     add_episodes(evaluation, 20)
-    count(api, django_assert_num_queries, url, AUTH + 4)  # the evaluation; episodes; shards; the error count
+    count(api, django_assert_num_queries, url, AUTH + 3)  # the evaluation; episodes; shards
     add_episodes(evaluation, 500)
-    assert count(api, django_assert_num_queries, url, AUTH + 4)["episodes"] == 520
+    assert count(api, django_assert_num_queries, url, AUTH + 3)["episodes"] == 520
 
 
 def test_image_list(api, tenant_a, evaluation, django_assert_num_queries):

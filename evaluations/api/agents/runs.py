@@ -20,7 +20,7 @@ from ...planning.agent_schema import AgentRunRequestSerializer
 from ...runs.lifecycle import CancelRefused, cancel_evaluation, create_evaluation
 from ..exceptions import error_response
 from ..parsers import check_size
-from ..serializers import ErrorSerializer, errors
+from ..serializers import errors
 from .base import AgentView
 from .serializers import RunCreatedSerializer, StatusDocumentSerializer, TranscriptSerializer
 
@@ -90,7 +90,7 @@ class TranscriptView(AgentView):
 
 
 class OpenRunView(AgentView):
-    @extend_schema(request=None, responses={501: ErrorSerializer, **errors(400, 401)}, operation_id="agents_runs_open",
+    @extend_schema(request=None, responses={**errors(400, 401, 501)}, operation_id="agents_runs_open",
                    summary="Open runs (a free-form task_definition): not available yet")
     def post(self, request):
         # No environment here can verify a free-form task (spec/AGENTS.md §3): that needs an env with state checks

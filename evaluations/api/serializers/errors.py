@@ -33,6 +33,7 @@ _WHEN = {
     413: "The request body is over the size limit.",
     415: "The Content-Type is not one the operation accepts.",
     416: "The Range lies outside the file.",
+    501: "Not available on this installation (the reason says what is missing).",
     429: "Too many requests from this address or user: failed authentications (RATELIMIT_AUTH_FAILURES) or, where an "
          "operation says so, its own rate; retry after `Retry-After` seconds.",
 }
