@@ -73,6 +73,12 @@ def throughput(live, episodes: int, workers: int) -> dict:
 
 
 def run(live, label: str, episodes: int) -> None:
+    if os.environ.get("BENCH_THROUGHPUT_ONLY"):
+        rows = [throughput(live, episodes, w) for w in (1, 2, 4)]
+        for row in rows:
+            print(f"[{label}] workers={row['workers']}: {row['steps_per_s']:.0f} steps/s over {row['wall_s']:.1f} s "
+                  f"({row['steps_per_s'] / rows[0]['steps_per_s']:.2f}x workers=1) {row['status']}")
+        return
     lat = latency(live)
     if os.environ.get("BENCH_LATENCY_ONLY"):
         print(f"[{label}] {lat}")

@@ -28,7 +28,7 @@ url="http://127.0.0.1:${PORT}"
 # Workers and threads: rlmesh_site/gunicorn_conf.py (WEB_CONCURRENCY, RLMESH_WEB_THREADS).
 setsid .venv/bin/gunicorn -c python:rlmesh_site.gunicorn_conf rlmesh_site.wsgi >var/web.log 2>&1 < /dev/null &
 echo $! > var/web.pid
-setsid .venv/bin/celery -A rlmesh_site worker -B -Q shards,maintenance -c 2 -l info \
+setsid .venv/bin/celery -A rlmesh_site worker -B -Q shards,maintenance -l info \
   --schedule var/celerybeat-schedule >var/worker.log 2>&1 < /dev/null &
 echo $! > var/worker.pid
 

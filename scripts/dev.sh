@@ -12,7 +12,7 @@ mkdir -p var
 bash scripts/stop.sh >/dev/null
 $PY manage.py migrate -v0
 $PY manage.py seed_demo >/dev/null
-setsid .venv/bin/celery -A rlmesh_site worker -B -Q shards,maintenance -c 2 -l info \
+setsid .venv/bin/celery -A rlmesh_site worker -B -Q shards,maintenance -l info \
   --schedule var/celerybeat-schedule >var/worker.log 2>&1 < /dev/null &
 echo $! > var/worker.pid
 trap 'bash scripts/stop.sh' EXIT

@@ -3,7 +3,7 @@ JSON body."""
 
 from __future__ import annotations
 
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, UnsupportedMediaType
 from rest_framework.views import APIView
 
 from ..models import Evaluation
@@ -31,7 +31,12 @@ class OrgScopedView(APIView):
         return evaluation
 
     def read_request_body(self) -> tuple[str, dict]:
-        """The raw body (as text, byte-for-byte) and its parsed JSON object; RequestInvalid otherwise."""
+        """The raw body (as text, byte-for-byte) and its parsed JSON object. A Content-Type other than JSON
+        (``application/json`` or ``…+json``) is a 415; a body that is not a JSON object a RequestInvalid (400)."""
+        media_type = self.request.content_type.split(";", 1)[0].strip().lower()
+        if media_type != "application/json" and not media_type.endswith("+json"):
+            raise UnsupportedMediaType(media_type or "(none)", detail=f'send the request as JSON (Content-Type: '
+                                       f'application/json), not {media_type or "without a Content-Type"}')
         check_size(self.request)
         raw = self.request._request.body
         data = parse_request_body(raw)

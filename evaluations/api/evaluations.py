@@ -44,7 +44,7 @@ _OTHER_ROUTE_405 = ("The id is `imports` or ends in `/cancellations`: the path i
 class EvaluationPreviewView(OrgScopedView):
     read_only_post = True  # a preview writes nothing: viewers may size requests too
 
-    @extend_schema(request=EvaluationRequestSerializer, responses={200: PreviewSerializer, **errors(400, 401, 413)}, summary="Validate and size a request without running it")
+    @extend_schema(request=EvaluationRequestSerializer, responses={200: PreviewSerializer, **errors(400, 401, 413, 415)}, summary="Validate and size a request without running it")
     def post(self, request):
         _, data = self.read_request_body()
         plan = plan_evaluation(data, organization=self.organization)
@@ -93,7 +93,7 @@ class EvaluationListView(OrgScopedView):
             "nextCursor": encode_cursor(last.created_at.isoformat(), last.pk) if more else None,
         })
 
-    @extend_schema(request=EvaluationRequestSerializer, responses={201: EvaluationSerializer, **errors(400, 401, 403, 413)}, summary="Submit an evaluation")
+    @extend_schema(request=EvaluationRequestSerializer, responses={201: EvaluationSerializer, **errors(400, 401, 403, 413, 415)}, summary="Submit an evaluation")
     def post(self, request):
         raw, data = self.read_request_body()
         plan = plan_evaluation(data, organization=self.organization)

@@ -31,6 +31,17 @@ def shard_ranges(episodes: int, workers: int, max_per_shard: int) -> list[tuple[
     return ranges
 
 
+def _pool_size() -> int:
+    """Shards the worker pool runs at once: the worker processes seen alive within the liveness timeout, else
+    ``RLMESH_ESTIMATED_PARALLEL_SHARDS`` (no worker has announced itself yet)."""
+    from django.utils import timezone
+
+    from ..models import WorkerProcess
+
+    since = timezone.now() - timezone.timedelta(seconds=settings.RLMESH_WORKER_LIVENESS_TIMEOUT)
+    return WorkerProcess.objects.filter(last_seen__gte=since).count() or settings.RLMESH_ESTIMATED_PARALLEL_SHARDS
+
+
 @dataclass(frozen=True)
 class PlannedModel:
     """A model entry of the request, resolved to a usable image version."""
@@ -187,7 +198,7 @@ class Plan:
         shards = n * sum(len(t.shards) for t in self.tasks)
         steps = n * sum(t.episodes * t.step_limit for t in self.tasks)
         rendered = n * sum(t.recorded_episodes * t.step_limit for t in self.tasks)
-        parallel = max(1, min(shards, settings.RLMESH_ESTIMATED_PARALLEL_SHARDS))
+        parallel = max(1, min(shards, _pool_size()))
         seconds = steps / settings.RLMESH_ESTIMATED_STEPS_PER_SECOND + rendered * settings.RLMESH_ESTIMATED_RENDER_SECONDS
         return {
             "episodes": self.total_episodes, "workloads": n * len(self.tasks), "shards": shards, "maxEnvSteps": steps,

@@ -446,3 +446,32 @@ def test_logs_list_the_evaluation_history(api):
     rest = api.get(f"/v1/evaluations/{eid}/logs?cursor={first['nextCursor']}").json()
     assert rest["items"] and rest["nextCursor"] is None
     assert rest["items"][0]["message"] != first["items"][0]["message"]
+
+
+def test_preview_estimates_use_the_live_worker_pool(api):
+    from django.utils import timezone
+
+    from evaluations.models import WorkerProcess
+
+    body = cartpole_request()
+    body["tasks"][0].update(episodes=40, workers=8)
+    slow = api.post("/v1/evaluation-previews", data=json.dumps(body), content_type="application/json").json()["estimates"]
+    for i in range(8):  # eight live worker processes: all eight shards at once
+        WorkerProcess.objects.create(identity=f"h:{i}", hostname="h", pid=i, last_seen=timezone.now())
+    fast = api.post("/v1/evaluation-previews", data=json.dumps(body), content_type="application/json").json()["estimates"]
+    assert fast["estimatedSecondsUpperBound"] * 4 == pytest.approx(slow["estimatedSecondsUpperBound"], rel=0.01)
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"])
+@pytest.mark.parametrize("url", ["/v1/evaluations", "/v1/evaluation-previews"])
+def test_a_body_that_is_not_sent_as_json_is_a_415(api, url, content_type):
+    r = api.post(url, data=json.dumps(cartpole_request()), content_type=content_type)
+    assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type"
+    assert "application/json" in r.json()["error"]["message"]
+    assert Evaluation.objects.count() == 0
+
+
+def test_json_with_a_charset_or_a_json_suffix_is_accepted(api):
+    for content_type in ("application/json; charset=utf-8", "application/vnd.rlmesh+json"):
+        r = api.post("/v1/evaluation-previews", data=json.dumps(cartpole_request()), content_type=content_type)
+        assert r.status_code == 200, (content_type, r.content)

@@ -28,6 +28,11 @@ class AgentVerifierSerializer(serializers.Serializer):
     detail = serializers.CharField(allow_blank=True)
 
 
+#: The seed-004 words (the /v1 episodes use ``choices.StopCondition``; both named in ENUM_NAME_OVERRIDES).
+AGENT_STOP_CONDITIONS = ("terminal_action", "max_steps", "timeout", "error", "cancelled")
+AGENT_OUTCOMES = ("pass", "fail", "error", "timeout")
+
+
 class AgentResultSerializer(serializers.Serializer):
     example_id = serializers.IntegerField(help_text="the task's index in the run's task_ids")
     rollout_id = serializers.CharField(help_text="<run_id>_<example_id>_<rollout>")
@@ -35,10 +40,10 @@ class AgentResultSerializer(serializers.Serializer):
     task = serializers.CharField()
     reward = serializers.FloatField(help_text="the page's raw reward, -1 clamped to 0")
     task_passed = serializers.BooleanField()
-    task_outcome = serializers.ChoiceField(choices=["pass", "fail", "error", "timeout"])
+    task_outcome = serializers.ChoiceField(choices=AGENT_OUTCOMES)
     is_completed = serializers.BooleanField(help_text="the environment ended the episode")
     is_truncated = serializers.BooleanField(help_text="the step cap ended it")
-    stop_condition = serializers.ChoiceField(choices=["terminal_action", "max_steps", "timeout", "error", "cancelled"])
+    stop_condition = serializers.ChoiceField(choices=AGENT_STOP_CONDITIONS)
     verifiers = AgentVerifierSerializer(many=True)
     error = serializers.CharField(allow_null=True)
     seed = serializers.IntegerField(help_text="extension: the episode seed")
