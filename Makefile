@@ -20,6 +20,7 @@ $(MW_STAMP): scripts/setup-metaworld.sh
 	bash scripts/setup-metaworld.sh
 
 demo: $(STAMP) $(MW_STAMP)
+	bash scripts/setup-system.sh demo
 	PORT=$(PORT) bash scripts/demo.sh
 
 # runserver with DEBUG on and autoreload (foreground) plus one worker; make demo serves with gunicorn instead.
@@ -30,6 +31,7 @@ stop:
 	bash scripts/stop.sh
 
 test: $(STAMP) $(MW_STAMP)
+	bash scripts/setup-system.sh test
 	$(PY) -m pytest
 
 test-fast: $(STAMP)
