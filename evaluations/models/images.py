@@ -50,6 +50,14 @@ class ImageRepository(models.Model):
     def path(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    @property
+    def served_kind(self) -> str:
+        """``kind``, else the kind a passed version of it was probed to serve (from the same read as the versions, so
+        a repository listed with a passed version always says what it is)."""
+        if self.kind:
+            return self.kind
+        return next((v.kind for v in self.versions.all() if v.kind and v.probe_status == "passed"), "")
+
 
 class ImageVersion(models.Model):
     """One immutable version of a repository, identified by its content ``digest``.
@@ -70,6 +78,9 @@ class ImageVersion(models.Model):
     probe_status = models.CharField(max_length=16, choices=ProbeStatus.choices, default=ProbeStatus.PASSED)
     probe_log = models.TextField(blank=True)
     probed_at = models.DateTimeField(null=True, blank=True)
+    #: What this version serves (``env``/``model``) as its probe found, written in the same UPDATE as its probe status,
+    #: so a reader never sees a passed version of unknown kind (the repository's own ``kind`` is a second row).
+    kind = models.CharField(max_length=8, choices=ImageKind.choices, blank=True)
     #: The describe envelope (label ``dev.rlmesh.describe`` or what the probe read from the served peer).
     describe = models.JSONField(default=dict, blank=True)
     size = models.BigIntegerField(default=0, help_text="compressed size of the layers, bytes")

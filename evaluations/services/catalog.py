@@ -39,6 +39,7 @@ def sync_prebuilt() -> None:
                 "checkpoints": image.checkpoints,
                 "labels": image.labels,
                 "probe_status": ProbeStatus.PASSED,
+                "kind": image.kind,
             },
         )
         if created or not version.describe:

@@ -278,7 +278,8 @@ def probe_version(version_id: int) -> str | None:
 def _record_probe(version: ImageVersion, status: str, log: list[str], found: dict) -> None:
     with transaction.atomic():
         ImageVersion.objects.filter(pk=version.pk).update(
-            probe_status=status, probe_log=nul_free("\n".join(log)), probed_at=timezone.now(),
+            probe_status=status, kind=(found["kind"] or "") if status == ProbeStatus.PASSED else "",
+            probe_log=nul_free("\n".join(log)), probed_at=timezone.now(),
             describe=nul_free(found["envelope"]), scenarios=nul_free(found["scenarios"]), labels=nul_free(found["labels"]),
             checkpoints=nul_free(found["checkpoints"]),
         )

@@ -204,6 +204,10 @@ def record_push(event: dict) -> ImageVersion | None:
     size = sum(int(r.get("size", 0)) for r in target.get("references", []))
     with transaction.atomic():
         repo, _ = ImageRepository.objects.get_or_create(namespace=namespace, name=name, defaults={"kind": ""})
+        # Notifications of one push arrive close together (several per push when blobs already existed): the
+        # repository row is locked while its versions and tags change, so concurrent ones apply one after the other
+        # (a tag is never lost or left on two versions; PostgreSQL; SQLite serializes writers anyway).
+        repo = ImageRepository.objects.select_for_update().get(pk=repo.pk)
         version, created = ImageVersion.objects.get_or_create(
             repository=repo, digest=digest,
             defaults={"source": f"oci://{settings.RLMESH_REGISTRY_HOST}/{repository}@{digest}", "probe_status": ProbeStatus.QUEUED, "size": size},

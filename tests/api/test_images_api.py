@@ -128,3 +128,16 @@ def test_served_target_is_read_from_the_image_command():
     assert _served_target(["python3", "-m", "rlmesh.serve"] + ["--env", "pkg.envs:Walk"]) == "pkg.envs:Walk"
     assert _served_target(["python3", "-m", "rlmesh.serve", "pkg.models:Go", "--address", "0.0.0.0:1"]) == "pkg.models:Go"
     assert _served_target(["python3", "/app/server.py"]) is None
+
+
+def test_a_repository_listed_with_a_passed_version_always_says_its_kind(api, tenant_a):
+    """The probe writes a version's status and kind in one UPDATE; the repository's own kind is a second row a reader
+    may read before it (the field case: a passed probe while the repository's kind was still '')."""
+    repo = ImageRepository.objects.create(namespace=tenant_a.org.slug, name="fresh", kind="")
+    version = ImageVersion.objects.create(repository=repo, digest="sha256:" + "a" * 64, source="oci://x", probe_status="passed",
+                                          kind="env", tags=["latest"])
+    repo.current_version = version
+    repo.save()
+    assert api.get(f"/v1/images/{tenant_a.org.slug}/fresh").json()["kind"] == "env"
+    listed = {i["reference"]: i for i in api.get("/v1/images").json()["items"]}
+    assert listed[f"{tenant_a.org.slug}/fresh"]["kind"] == "env"

@@ -32,7 +32,7 @@ class ImageVersionSerializer(serializers.Serializer):
 
 class ImageSerializer(serializers.Serializer):
     reference = serializers.CharField(source="path")
-    kind = serializers.CharField(help_text="env or model (empty until the first probe says)")
+    kind = serializers.CharField(source="served_kind", help_text="env or model (empty until the first probe says)")
     description = serializers.CharField()
     currentVersion = serializers.CharField(source="current_version.digest", allow_null=True)  # noqa: N815
     scenarios = serializers.SerializerMethodField()
