@@ -70,10 +70,16 @@ def pair_episodes(a_rows: Iterable[Mapping], b_rows: Iterable[Mapping]) -> dict:
         by_key: dict[tuple, list[dict]] = defaultdict(list)
         for row in rows:
             task, perturbation = row["task"], row["perturbation"]
-            group = groups.setdefault((task, perturbation), {
-                "task": task, "perturbation": perturbation, "pairs": [],
-                "unpaired": {"a": 0, "b": 0}, "errored": {"a": 0, "b": 0},
-            })
+            group = groups.setdefault(
+                (task, perturbation),
+                {
+                    "task": task,
+                    "perturbation": perturbation,
+                    "pairs": [],
+                    "unpaired": {"a": 0, "b": 0},
+                    "errored": {"a": 0, "b": 0},
+                },
+            )
             if row["status"] == "error":
                 group["errored"][side] += 1
             elif row["status"] == "completed":
@@ -288,7 +294,7 @@ def _task_message(group: Mapping, summary: Mapping) -> str | None:
     if not group["pairs"]:
         return (
             f"No episodes pair on this task: A has {group['unpaired']['a']} completed episodes and B has "
-            f"{group['unpaired']['b']}, with no (perturbation, seed) in common."
+            f"{group['unpaired']['b']}, with no seed in common."
             + (f" {_left_out({'a': 0, 'b': 0}, group['errored'])}" if any(group["errored"].values()) else "")
         )
     notes = [_left_out(group["unpaired"], group["errored"])]
@@ -319,7 +325,8 @@ def compare(
     The tasks' p-values are adjusted together with :func:`holm`; a task is ``"better"``/``"worse"`` when its
     adjusted p < ``alpha`` (direction from the sign of Δ), else ``"no detectable difference"``; a task with
     no pair (or nothing defined) has verdict, p-values and basis None and takes no part in the adjustment.
-    The overall verdict is one pooled test, unadjusted; its Δ weights tasks by their pair counts. Intervals
+    The overall verdict is one pooled test, unadjusted; its Δ weights tasks by their pair counts, and its return
+    comparison pools returns whose scales differ between tasks (read returns per task). Intervals
     are unadjusted ``confidence`` intervals, so near α one may exclude 0 while the verdict says no detectable
     difference (the verdict follows the adjusted test).
 
@@ -335,11 +342,18 @@ def compare(
     tasks = []
     for group in paired["groups"]:
         summary = _summary(group["pairs"], confidence)
-        tasks.append({
-            "task": group["task"], "perturbation": group["perturbation"], **summary,
-            "unpaired": group["unpaired"], "errored": group["errored"], "pAdjusted": None, "verdict": None,
-            "message": _task_message(group, summary),
-        })
+        tasks.append(
+            {
+                "task": group["task"],
+                "perturbation": group["perturbation"],
+                **summary,
+                "unpaired": group["unpaired"],
+                "errored": group["errored"],
+                "pAdjusted": None,
+                "verdict": None,
+                "message": _task_message(group, summary),
+            }
+        )
     tested = [t for t in tasks if t["pValue"] is not None]
     for task, adjusted in zip(tested, holm([t["pValue"] for t in tested])):
         task["pAdjusted"] = adjusted
@@ -348,13 +362,21 @@ def compare(
     overall = _summary([p for g in paired["groups"] for p in g["pairs"]], confidence)
     overall.update(pAdjusted=None, verdict=_verdict(overall, overall["pValue"], alpha))
     return {
-        "alpha": alpha, "confidence": confidence, "paired": paired["pairs"], "unpaired": paired["unpaired"],
-        "errored": paired["errored"], "message": _overall_message(paired), "tasks": tasks, "overall": overall,
+        "alpha": alpha,
+        "confidence": confidence,
+        "paired": paired["pairs"],
+        "unpaired": paired["unpaired"],
+        "errored": paired["errored"],
+        "message": _overall_message(paired),
+        "tasks": tasks,
+        "overall": overall,
     }
 
 
 def regression_verdict(
-    baseline_rows: Iterable[Mapping], candidate_rows: Iterable[Mapping], alpha: float = 0.05,
+    baseline_rows: Iterable[Mapping],
+    candidate_rows: Iterable[Mapping],
+    alpha: float = 0.05,
     confidence: float = 0.95,
 ) -> dict:
     """Did the candidate regress against the baseline? :func:`compare` with A = baseline, B = candidate.
@@ -368,9 +390,12 @@ def regression_verdict(
     result = compare(baseline_rows, candidate_rows, alpha, confidence)
     regressions = [
         {
-            "task": t["task"], "perturbation": t["perturbation"], "pAdjusted": t["pAdjusted"],
+            "task": t["task"],
+            "perturbation": t["perturbation"],
+            "pAdjusted": t["pAdjusted"],
             "difference": t["success"]["difference"] if t["basis"] == "success" else t["return"]["meanDifference"],
         }
-        for t in result["tasks"] if t["verdict"] == "worse"
+        for t in result["tasks"]
+        if t["verdict"] == "worse"
     ]
     return {**result, "regressed": bool(regressions), "regressions": regressions, "comparable": result["paired"] > 0}
