@@ -100,13 +100,13 @@ def summarize(verdicts: Sequence[dict]) -> dict | None:
 
 
 def attach_regressions(evaluations: Sequence[Evaluation], organization: Organization) -> None:
-    """Set ``regression`` (:func:`summarize` of its verdicts, or None) and ``baseline_tags`` (the tags it is the
-    baseline of) on each evaluation.
+    """Set ``regression`` (:func:`summarize` of its verdicts, or None), ``baseline_tags`` (the tags it is the
+    baseline of) and ``tag_baselines`` (``{tag: Baseline}`` for each of its tags that has one) on each evaluation.
 
     Queries, whatever the number of evaluations and episodes: none when no evaluation has a tag; else one for the
     baselines of those tags; and on a cache miss one more for the episodes of every evaluation involved."""
     for e in evaluations:
-        e.regression, e.baseline_tags = None, []
+        e.regression, e.baseline_tags, e.tag_baselines = None, [], {}
     pairs = {(k, v) for e in evaluations for k, v in e.tags.items() if isinstance(v, str)}
     if not pairs:
         return
@@ -114,6 +114,7 @@ def attach_regressions(evaluations: Sequence[Evaluation], organization: Organiza
     wanted = [(e, b) for e in evaluations for b in baselines if applies(b, e)]
     for e in evaluations:
         e.baseline_tags = [b.tag for b in baselines if b.evaluation_id == e.pk]
+        e.tag_baselines = {b.tag: b for b in baselines if e.tags.get(b.tag_key) == b.tag_value}
     keys = {(e.pk, b.pk): _cache_key(e, b) for e, b in wanted}
     found = cache.get_many(list(keys.values())) if keys else {}
     missing = [(e, b) for e, b in wanted if keys[(e.pk, b.pk)] not in found]

@@ -51,9 +51,13 @@ def set_baseline(*, organization: Organization, tag: str, evaluation: Evaluation
         )
 
 
-def unset_baseline(*, organization: Organization, tag: str) -> bool:
-    """Remove the baseline of ``tag`` (later evaluations then get no verdict). Returns whether there was one.
+def unset_baseline(*, organization: Organization, tag: str, evaluation: Evaluation | None = None) -> bool:
+    """Remove the baseline of ``tag`` (later evaluations then get no verdict); with ``evaluation``, only while it
+    is that tag's baseline (a page showing an older state unsets nothing else). Returns whether one was removed.
     Raises BaselineRefused for a malformed tag."""
     key, value = parse_tag(tag)
-    deleted, _ = Baseline.objects.for_org(organization).filter(tag_key=key, tag_value=value).delete()
+    baselines = Baseline.objects.for_org(organization).filter(tag_key=key, tag_value=value)
+    if evaluation is not None:
+        baselines = baselines.filter(evaluation=evaluation)
+    deleted, _ = baselines.delete()
     return bool(deleted)
