@@ -107,9 +107,12 @@ def forest_plot(rows: Sequence[Mapping], *, title: str, x_title: str) -> dict:
         )
     labels = [_plain(r["label"]) for r in sorted(drawn, key=lambda r: order[r["label"]])]
     fig.add_vline(x=0, line=dict(color="#111827", width=1, dash="dash"))
-    layout = {**_LAYOUT, "height": max(220, 110 + 34 * len(drawn)), "margin": dict(l=260, r=20, t=40, b=70)}
+    # Zero always in view, with a margin on both sides so neither it nor an interval's end sits on the frame.
+    ends = [0.0, *(v for r in drawn for v in (r["difference"], r.get("low"), r.get("high")) if v is not None)]
+    pad = 0.08 * ((max(ends) - min(ends)) or 1.0)
+    layout = {**_LAYOUT, "height": max(240, 120 + 36 * len(drawn)), "margin": dict(l=260, r=20, t=40, b=70)}
     fig.update_layout(
-        title=_plain(title), xaxis=dict(title=_plain(x_title), zeroline=False),
+        title=_plain(title), xaxis=dict(title=_plain(x_title), zeroline=False, range=[min(ends) - pad, max(ends) + pad]),
         yaxis=dict(categoryorder="array", categoryarray=labels[::-1], automargin=True), **layout,
     )
     return _to_dict(fig)
