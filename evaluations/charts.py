@@ -103,7 +103,8 @@ def forest_plot(rows: Sequence[Mapping], *, title: str, x_title: str) -> dict:
                 arrayminus=[(r["difference"] - r["low"]) if r.get("low") is not None else 0 for r in items],
             ),
             customdata=[[r.get("low"), r.get("high")] for r in items],
-            hovertemplate="%{y}<br>Δ %{x:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}]<extra>%{fullData.name}</extra>",
+            hovertemplate="%{y}<br>Δ %{x:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}]"
+                          "<extra>%{fullData.name}</extra>",
         )
     labels = [_plain(r["label"]) for r in sorted(drawn, key=lambda r: order[r["label"]])]
     fig.add_vline(x=0, line=dict(color="#111827", width=1, dash="dash"))
@@ -112,7 +113,8 @@ def forest_plot(rows: Sequence[Mapping], *, title: str, x_title: str) -> dict:
     pad = 0.08 * ((max(ends) - min(ends)) or 1.0)
     layout = {**_LAYOUT, "height": max(240, 120 + 36 * len(drawn)), "margin": dict(l=260, r=20, t=40, b=70)}
     fig.update_layout(
-        title=_plain(title), xaxis=dict(title=_plain(x_title), zeroline=False, range=[min(ends) - pad, max(ends) + pad]),
+        title=_plain(title),
+        xaxis=dict(title=_plain(x_title), zeroline=False, range=[min(ends) - pad, max(ends) + pad]),
         yaxis=dict(categoryorder="array", categoryarray=labels[::-1], automargin=True), **layout,
     )
     return _to_dict(fig)

@@ -90,7 +90,8 @@ def resolve_side(organization: Organization, param: str, value: str | None) -> S
                                    f"{public_id}:<model>")
         model = models[0]
     elif model not in models:
-        raise SideError(param, f"evaluation {public_id} has no model {model!r}; its models: {', '.join(models) or 'none'}")
+        listed = ", ".join(models) or "none"
+        raise SideError(param, f"evaluation {public_id} has no model {model!r}; its models: {listed}")
     return Side(evaluation, model, models)
 
 
@@ -109,7 +110,8 @@ def side_rows(side: Side) -> list[dict]:
 def rows_by_evaluation(evaluation_ids: Iterable[int]) -> dict[int, dict[str, list[dict]]]:
     """Comparison rows of several evaluations at once (one query): ``{evaluation pk: {model: rows}}``."""
     out: dict[int, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    for values in Episode.objects.filter(evaluation_id__in=list(evaluation_ids)).values_list("evaluation_id", *_ROW_FIELDS):
+    episodes = Episode.objects.filter(evaluation_id__in=list(evaluation_ids))
+    for values in episodes.values_list("evaluation_id", *_ROW_FIELDS):
         row = _row(values[1:])
         out[values[0]][row["model"]].append(row)
     return out

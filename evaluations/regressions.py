@@ -125,7 +125,8 @@ def attach_regressions(evaluations: Sequence[Evaluation], organization: Organiza
         found.update(computed)
     for e in evaluations:
         verdicts = [
-            {"tag": b.tag, "baseline": b.evaluation.public_id, "baselineName": b.evaluation.label, **found[keys[(e.pk, b.pk)]]}
+            {"tag": b.tag, "baseline": b.evaluation.public_id, "baselineName": b.evaluation.label,
+             **found[keys[(e.pk, b.pk)]]}
             for ee, b in wanted if ee is e
         ]
         e.regression = summarize(verdicts)

@@ -10,7 +10,8 @@ from .domain.profiles import task_mean_profile
 from .choices import EpisodeStatus
 from .models import Episode, Evaluation, Shard
 
-__all__ = ["PROFILE_THRESHOLDS", "evaluation_metrics", "evaluation_scores", "episode_rows", "performance_profiles", "task_label"]
+__all__ = ["PROFILE_THRESHOLDS", "evaluation_metrics", "evaluation_scores", "episode_rows", "performance_profiles",
+           "task_label"]
 
 
 def episode_rows(evaluation: Evaluation) -> list[dict]:

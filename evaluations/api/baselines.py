@@ -24,8 +24,8 @@ def _baselines(organization):
 
 
 class BaselineListView(OrgScopedView):
-    @extend_schema(responses={200: BaselineListSerializer, **errors(401)}, summary="The organization's baselines, by tag",
-                   operation_id="baselines_list")
+    @extend_schema(responses={200: BaselineListSerializer, **errors(401)}, operation_id="baselines_list",
+                   summary="The organization's baselines, by tag")
     def get(self, request):
         return Response(BaselineListSerializer({"items": _baselines(self.organization)}).data)
 
@@ -73,7 +73,8 @@ class BaselineDetailView(OrgScopedView):
             if exc.conflict:
                 return error_response(409, "conflict", str(exc))
             raise ValidationError({"evaluation": [str(exc)]}) from None
-        return Response(BaselineSerializer(baseline).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(BaselineSerializer(baseline).data, status=code)
 
     @extend_schema(parameters=[_TAG], responses={200: BaselineSerializer, **errors(400, 401, 403, 404)},
                    summary="Stop having a baseline for a tag (members and above); answers with the one removed")

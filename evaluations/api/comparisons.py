@@ -37,8 +37,8 @@ class ComparisonView(OrgScopedView):
             OpenApiParameter("a", str, required=True, description=f"the reference (e.g. the baseline): {_SIDE}"),
             OpenApiParameter("b", str, required=True, description=f"the challenger, named the same way; may be another "
                                                                   "model of the same evaluation"),
-            OpenApiParameter("alpha", float, description="family-wise error rate of the per-task verdicts, in (0, 0.5]; "
-                                                         "default 0.05"),
+            OpenApiParameter("alpha", float,
+                             description="family-wise error rate of the per-task verdicts, in (0, 0.5]; default 0.05"),
         ],
         responses={200: ComparisonSerializer, **errors(400, 401, 404, _400=(
             "`a` or `b` is missing or names an evaluation with several models without naming one, or a model the "

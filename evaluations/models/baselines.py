@@ -40,7 +40,9 @@ class Baseline(models.Model):
     tag_key = models.CharField(max_length=100)
     tag_value = models.CharField(max_length=200)
     evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="baseline_for")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = BaselineQuerySet.as_manager()

@@ -18,7 +18,8 @@ from ..models import Evaluation, Workload
 from ..reports import episode_rows, task_label
 from ..tenancy import active_organization
 
-_MODELS = Prefetch("workloads", queryset=Workload.objects.only("id", "evaluation_id", "index", "model_ref").order_by("index"))
+_MODELS = Prefetch("workloads",
+                   queryset=Workload.objects.only("id", "evaluation_id", "index", "model_ref").order_by("index"))
 
 
 def _models(evaluation: Evaluation) -> list[str]:
@@ -72,7 +73,8 @@ def _forest_rows(comparison: dict) -> tuple[list[dict], str]:
     """Forest-plot rows (per task, then overall) on success when any pair has it, else on returns."""
     key = "success" if comparison["overall"]["success"]["n"] else "return"
     diff, ci = ("difference", "differenceCi") if key == "success" else ("meanDifference", "meanDifferenceCi")
-    labels = [t["taskId"] + ("" if t["perturbation"] == "none" else f" · {t['perturbation']}") for t in comparison["tasks"]]
+    labels = [t["taskId"] + ("" if t["perturbation"] == "none" else f" · {t['perturbation']}")
+              for t in comparison["tasks"]]
     if len(set(labels)) < len(labels):  # the same taskId on two envs: name the env too
         labels = [f"{t['env']} · {label}" for t, label in zip(comparison["tasks"], labels)]
     rows = []
@@ -80,7 +82,8 @@ def _forest_rows(comparison: dict) -> tuple[list[dict], str]:
         interval = t[key][ci] or [None, None]
         rows.append({"label": label, "difference": t[key][diff], "low": interval[0], "high": interval[1],
                      "verdict": t["verdict"], "overall": label == "overall"})
-    x_title = "Δ success rate, B − A (95% Newcombe interval)" if key == "success" else "Δ mean return, B − A (95% t interval)"
+    x_title = ("Δ success rate, B − A (95% Newcombe interval)" if key == "success"
+               else "Δ mean return, B − A (95% t interval)")
     return rows, x_title
 
 

@@ -128,7 +128,8 @@ def _overview_context(request: HttpRequest, evaluation: Evaluation) -> dict:
             profiles, title="Performance profile: fraction of tasks above each success rate (95% bootstrap band)",
         ) if profiles else None,
         "baseline_controls": [
-            {"tag": f"{k}:{v}", "baseline": evaluation.tag_baselines.get(f"{k}:{v}")} for k, v in evaluation.tags.items()
+            {"tag": f"{k}:{v}", "baseline": evaluation.tag_baselines.get(f"{k}:{v}")}
+            for k, v in evaluation.tags.items()
         ],
     }
 

@@ -65,7 +65,8 @@ class SuccessComparisonSerializer(serializers.Serializer):
     successRateB = serializers.FloatField(allow_null=True)  # noqa: N815
     difference = serializers.FloatField(allow_null=True, help_text="p_B − p_A; null without a pair")
     differenceCi = _interval(allow_null=True, help_text="Newcombe's hybrid score interval [low, high]")  # noqa: N815
-    pValue = serializers.FloatField(allow_null=True, help_text="McNemar's exact two-sided p (1.0 without a discordant pair)")  # noqa: N815
+    pValue = serializers.FloatField(  # noqa: N815
+        allow_null=True, help_text="McNemar's exact two-sided p (1.0 without a discordant pair)")
 
 
 class RankSumsSerializer(serializers.Serializer):
@@ -96,7 +97,8 @@ def _summary_fields() -> dict:
         "return": ReturnComparisonSerializer(),
         "basis": _basis(),
         "pValue": serializers.FloatField(allow_null=True, help_text="the basis test's p-value"),
-        "pAdjusted": serializers.FloatField(allow_null=True, help_text="Holm-adjusted across the tested tasks; null overall"),
+        "pAdjusted": serializers.FloatField(allow_null=True,
+                                            help_text="Holm-adjusted across the tested tasks; null overall"),
         "verdict": _verdict(),
     }
 
@@ -129,7 +131,8 @@ class ComparisonSerializer(serializers.Serializer):
     alpha = serializers.FloatField(help_text="family-wise error rate of the verdicts")
     confidence = serializers.FloatField(help_text="the intervals' confidence level (0.95), unadjusted")
     paired = serializers.IntegerField(help_text="pairs over every task; 0 means nothing pairs")
-    unpaired = SideCountsSerializer(help_text="completed episodes without a partner, per side (reported, never dropped silently)")
+    unpaired = SideCountsSerializer(
+        help_text="completed episodes without a partner, per side (reported, never dropped silently)")
     errored = SideCountsSerializer()
     message = serializers.CharField(allow_null=True, help_text="what was left out, or that nothing pairs")
     tasks = ComparisonTaskSerializer(many=True, help_text="in order of first appearance (A's episodes, then B's)")
@@ -145,7 +148,8 @@ class RegressionItemSerializer(serializers.Serializer):
 
 
 class RegressionTaskSerializer(serializers.Serializer):
-    task = serializers.CharField(help_text="<env>/<taskId>, prefixed by `<model> · ` when the evaluation has several models")
+    task = serializers.CharField(
+        help_text="<env>/<taskId>, prefixed by `<model> · ` when the evaluation has several models")
     model = serializers.CharField(help_text="the evaluation's model this row judges")
     env = serializers.CharField()
     taskId = serializers.CharField()  # noqa: N815
@@ -154,8 +158,10 @@ class RegressionTaskSerializer(serializers.Serializer):
     unpaired = SideCountsSerializer(help_text="a: the baseline's, b: this evaluation's")
     errored = SideCountsSerializer()
     basis = _basis()
-    successRateA = serializers.FloatField(allow_null=True, help_text="the baseline's, on the paired episodes")  # noqa: N815
-    successRateB = serializers.FloatField(allow_null=True, help_text="this evaluation's, on the paired episodes")  # noqa: N815
+    successRateA = serializers.FloatField(  # noqa: N815
+        allow_null=True, help_text="the baseline's, on the paired episodes")
+    successRateB = serializers.FloatField(  # noqa: N815
+        allow_null=True, help_text="this evaluation's, on the paired episodes")
     difference = serializers.FloatField(allow_null=True, help_text="this evaluation − the baseline, on the basis")
     differenceCi = _interval(allow_null=True, help_text="its 95% interval")  # noqa: N815
     pValue = serializers.FloatField(allow_null=True)  # noqa: N815

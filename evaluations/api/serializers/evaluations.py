@@ -147,7 +147,8 @@ class PreviewEstimatesSerializer(serializers.Serializer):
     maxEnvSteps = serializers.IntegerField(help_text="episodes × the step limit of each task")  # noqa: N815
     maxRenderedFrames = serializers.IntegerField(help_text="frames rendered for recorded episodes, at most")  # noqa: N815
     estimatedSecondsUpperBound = serializers.FloatField()  # noqa: N815
-    sampleSizes = TaskSampleSizeSerializer(many=True, help_text="one per task of the request, in request order")  # noqa: N815
+    sampleSizes = TaskSampleSizeSerializer(  # noqa: N815
+        many=True, help_text="one per task of the request, in request order")
 
 
 class EffectiveConfigModelSerializer(serializers.Serializer):
