@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 
-__all__ = ["reward_distribution", "success_bars"]
+__all__ = ["forest_plot", "performance_profile", "reward_distribution", "success_bars"]
 
 _LAYOUT = dict(margin=dict(l=50, r=20, t=40, b=80), height=360, template="plotly_white", legend=dict(orientation="h", y=-0.25))
 
@@ -69,3 +70,80 @@ def reward_distribution(rewards_by_model: Mapping[str, Sequence[float]], *, titl
         fig.add_box(name=_plain(model), y=list(rewards), boxpoints="all", jitter=0.4, pointpos=0, marker=dict(size=4))
     fig.update_layout(title=_plain(title), yaxis=dict(title="episode return"), showlegend=False, **_LAYOUT)
     return _to_dict(fig)
+
+
+#: Marker colours of forest-plot verdicts (green better, red worse, grey no detectable difference / untested).
+_VERDICT_COLOURS = {"better": "#1b7f3b", "worse": "#c0392b", "no detectable difference": "#6b7280", None: "#9ca3af"}
+
+
+def forest_plot(rows: Sequence[Mapping], *, title: str, x_title: str) -> dict:
+    """Forest plot: each row's difference with its interval as a horizontal error bar, a vertical line at zero.
+
+    ``rows`` are ``{"label", "difference", "low", "high", "verdict"}`` (plain numbers; rows without a difference are
+    left out, rows without an interval get a bare marker); the first row is drawn on top. One trace per verdict,
+    so the legend reads as the verdict key; a row labelled ``overall`` (``"overall": True``) is a diamond.
+    """
+    drawn = [r for r in rows if r.get("difference") is not None]
+    order = {r["label"]: i for i, r in enumerate(drawn)}
+    fig = go.Figure()
+    for verdict, colour in _VERDICT_COLOURS.items():
+        items = [r for r in drawn if r.get("verdict") == verdict]
+        if not items:
+            continue
+        fig.add_scatter(
+            name=_plain(verdict or "not tested"),
+            x=[r["difference"] for r in items],
+            y=[_plain(r["label"]) for r in items],
+            mode="markers",
+            marker=dict(color=colour, size=[13 if r.get("overall") else 9 for r in items],
+                        symbol=["diamond" if r.get("overall") else "circle" for r in items]),
+            error_x=dict(
+                type="data", symmetric=False, color=colour, thickness=1.5, width=4,
+                array=[(r["high"] - r["difference"]) if r.get("high") is not None else 0 for r in items],
+                arrayminus=[(r["difference"] - r["low"]) if r.get("low") is not None else 0 for r in items],
+            ),
+            customdata=[[r.get("low"), r.get("high")] for r in items],
+            hovertemplate="%{y}<br>Δ %{x:.3f} [%{customdata[0]:.3f}, %{customdata[1]:.3f}]"
+                          "<extra>%{fullData.name}</extra>",
+        )
+    labels = [_plain(r["label"]) for r in sorted(drawn, key=lambda r: order[r["label"]])]
+    fig.add_vline(x=0, line=dict(color="#111827", width=1, dash="dash"))
+    # Zero always in view, with a margin on both sides so neither it nor an interval's end sits on the frame.
+    ends = [0.0, *(v for r in drawn for v in (r["difference"], r.get("low"), r.get("high")) if v is not None)]
+    pad = 0.08 * ((max(ends) - min(ends)) or 1.0)
+    layout = {**_LAYOUT, "height": max(240, 120 + 36 * len(drawn)), "margin": dict(l=260, r=20, t=40, b=70)}
+    fig.update_layout(
+        title=_plain(title),
+        xaxis=dict(title=_plain(x_title), zeroline=False, range=[min(ends) - pad, max(ends) + pad]),
+        yaxis=dict(categoryorder="array", categoryarray=labels[::-1], automargin=True), **layout,
+    )
+    return _to_dict(fig)
+
+
+def performance_profile(profiles: Mapping[str, Mapping], *, title: str) -> dict:
+    """The rliable performance profile: per model, a step line of the fraction of tasks whose success rate is > τ
+    over the thresholds τ, inside its bootstrap band (``domain.profiles.task_mean_profile`` results by model)."""
+    fig = go.Figure()
+    colours = qualitative.Plotly
+    for i, (model, p) in enumerate(profiles.items()):
+        colour, name = colours[i % len(colours)], _plain(model)
+        band = dict(x=p["thresholds"], mode="lines", line=dict(width=0, shape="hv", color=colour), showlegend=False,
+                    hoverinfo="skip", legendgroup=name)
+        fig.add_scatter(y=p["high"], **band)
+        fig.add_scatter(y=p["low"], fill="tonexty", fillcolor=_rgba(colour, 0.18), **band)
+        fig.add_scatter(
+            name=name, x=p["thresholds"], y=p["fraction"], mode="lines", legendgroup=name,
+            line=dict(color=colour, width=2, shape="hv"),
+            hovertemplate="τ = %{x:.2f}: %{y:.0%} of tasks above<extra>%{fullData.name}</extra>",
+        )
+    fig.update_layout(
+        title=_plain(title), xaxis=dict(title="success-rate threshold τ", range=[0, 1]),
+        yaxis=dict(title="fraction of tasks with success rate > τ", range=[0, 1.05], tickformat=".0%"), **_LAYOUT,
+    )
+    return _to_dict(fig)
+
+
+def _rgba(hex_colour: str, alpha: float) -> str:
+    h = hex_colour.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from .agent_reports import agent_metrics
 from .domain import scoring
+from .domain.profiles import task_mean_profile
 from .choices import EpisodeStatus
 from .models import Episode, Evaluation, Shard
 
-__all__ = ["evaluation_metrics", "evaluation_scores", "episode_rows", "task_label"]
+__all__ = ["PROFILE_THRESHOLDS", "evaluation_metrics", "evaluation_scores", "episode_rows", "performance_profiles",
+           "task_label"]
 
 
 def episode_rows(evaluation: Evaluation) -> list[dict]:
@@ -41,6 +43,28 @@ def task_label(row: dict) -> str:
     """A task's name in matrices: its taskId, plus the perturbation when there is one (sweeps stay apart)."""
     p = row.get("perturbation") or "none"
     return row["taskId"] if p == "none" else f"{row['taskId']} · {p}"
+
+
+#: τ from 0 to 1 in steps of 0.02: where the performance profile is evaluated.
+PROFILE_THRESHOLDS = [i / 50 for i in range(51)]
+#: Bootstrap budget per model: reps × episodes at most this (2,000 reps up to 2,500 episodes, never under 200).
+_PROFILE_DRAWS = 5_000_000
+
+
+def performance_profiles(rows: list[dict]) -> dict[str, dict]:
+    """Per model, the rliable performance profile of its tasks' success rates with the bootstrap band
+    (``domain.profiles.task_mean_profile``). A task is an env · ``task_label``; only completed episodes with a
+    success verdict count; models without any are left out."""
+    by_model: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        if r["status"] == EpisodeStatus.COMPLETED and r["success"] is not None:
+            task = f"{r['env']} · {task_label(r)}"
+            by_model.setdefault(r["model"], {}).setdefault(task, []).append(1.0 if r["success"] else 0.0)
+    profiles = {}
+    for model, by_task in by_model.items():
+        reps = max(200, min(2000, _PROFILE_DRAWS // sum(len(v) for v in by_task.values())))
+        profiles[model] = task_mean_profile(by_task, PROFILE_THRESHOLDS, reps=reps)
+    return profiles
 
 
 def evaluation_scores(evaluation: Evaluation, group_by: str = "task") -> dict:

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from .views import agents, compare, evaluations, identity, images, imports, launch, organizations, settings
+from .views import agents, baselines, compare, evaluations, identity, images, imports, launch, organizations, settings
 
 app_name = "evaluations"
 
@@ -17,6 +17,7 @@ urlpatterns = [
     re_path(rf"^evaluations/{EVAL}/?$", evaluations.evaluation_detail, name="evaluation_detail"),
     path("evaluations/<str:public_id>/progress", evaluations.evaluation_progress, name="evaluation_progress"),
     path("evaluations/<str:public_id>/cancel", evaluations.evaluation_cancel, name="evaluation_cancel"),
+    path("evaluations/<str:public_id>/baseline", baselines.evaluation_baseline, name="evaluation_baseline"),
     path("evaluations/<str:public_id>/episodes/<int:episode_id>/video.mp4", evaluations.episode_video, name="episode_video"),
     path("evaluations/<str:public_id>/episodes/<int:episode_id>/transcript", agents.episode_transcript,
          name="episode_transcript"),

@@ -40,6 +40,7 @@ DASHBOARD_OBJECT_ROUTES = [
     ("get", "evaluations:evaluation_tab", "/evaluations/{e}/overview"),
     ("get", "evaluations:evaluation_progress", "/evaluations/{e}/progress"),
     ("post", "evaluations:evaluation_cancel", "/evaluations/{e}/cancel"),
+    ("post", "evaluations:evaluation_baseline", "/evaluations/{e}/baseline"),
     ("get", "evaluations:evaluation_request", "/evaluations/{e}/request.json"),
     ("get", "evaluations:episode_video", "/evaluations/{e}/episodes/{ep}/video.mp4"),
     ("get", "evaluations:episode_transcript", "/evaluations/{e}/episodes/{ep}/transcript"),

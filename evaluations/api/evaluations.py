@@ -16,6 +16,7 @@ from ..filtersets import EvaluationFilterSet
 from ..models import ApiKey, Evaluation
 from ..planning import plan_evaluation
 from ..planning.schema import EvaluationRequestSerializer
+from ..regressions import attach_regressions
 from ..reports import evaluation_metrics, evaluation_scores
 from ..runs.lifecycle import CancelRefused, cancel_evaluation, create_evaluation
 from ..selectors import evaluation_detail_queryset
@@ -51,7 +52,7 @@ class EvaluationPreviewView(OrgScopedView):
         return Response(
             {
                 "valid": True,
-                "warnings": plan.warnings,
+                "warnings": plan.warnings + plan.sample_size_warnings(),
                 "workloads": plan.workload_summaries(),
                 "estimates": plan.estimates(),
                 "config": plan.config,
@@ -107,7 +108,9 @@ class EvaluationListView(OrgScopedView):
 class EvaluationDetailView(OrgScopedView):
     @extend_schema(responses={200: EvaluationDetailSerializer, **errors(401, 404, 405, _405=_OTHER_ROUTE_405)}, summary="One evaluation with its request and effective config")
     def get(self, request, public_id: str):
-        return Response(EvaluationDetailSerializer(self.get_evaluation(public_id, evaluation_detail_queryset())).data)
+        evaluation = self.get_evaluation(public_id, evaluation_detail_queryset())
+        attach_regressions([evaluation], self.organization)  # no query unless it carries a tag
+        return Response(EvaluationDetailSerializer(evaluation).data)
 
 
 class CancellationView(OrgScopedView):

@@ -1,6 +1,7 @@
 """Models of the evaluations app, re-exported."""
 
 from .agents import WebhookDelivery
+from .baselines import Baseline
 from .evaluations import Episode, Evaluation, EvaluationLog, Shard, Workload
 from .identity import AuthSession, DeviceAuthorization, Invitation, RefreshToken
 from .images import ImageRepository, ImageVersion
@@ -10,6 +11,7 @@ from .workers import WorkerProcess
 __all__ = [
     "ApiKey",
     "AuthSession",
+    "Baseline",
     "DeviceAuthorization",
     "Invitation",
     "RefreshToken",

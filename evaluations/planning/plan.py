@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from ..domain.sample_sizes import sample_size_estimate
 from ..services.catalog import ResolvedImage
 
 __all__ = ["Plan", "PlannedModel", "PlannedTask", "PlannedWorkload", "shard_ranges"]
@@ -114,6 +115,15 @@ class PlannedTask:
             return min(self.episodes, int(self.record.split(":", 1)[1]))
         return 0
 
+    def sample_size(self) -> dict:
+        """What the task's episode count buys (``domain.sample_sizes``, worst case p = 0.5): ``{"env", "taskId",
+        "perturbation", "sampleSize": {"episodes", "p", "halfWidth", "episodesFor5pp", "episodesFor10pp"},
+        "warning"}``, the warning set below ``MIN_EPISODES_WARNING`` episodes."""
+        estimate = sample_size_estimate(self.episodes)
+        warning = estimate.pop("warning")
+        return {"env": self.env.reference, "taskId": self.task_id, "perturbation": self.perturbation or "none",
+                "sampleSize": estimate, "warning": warning}
+
     def config(self) -> dict:
         v = self.env.version
         return {
@@ -203,7 +213,13 @@ class Plan:
         return {
             "episodes": self.total_episodes, "workloads": n * len(self.tasks), "shards": shards, "maxEnvSteps": steps,
             "maxRenderedFrames": rendered, "estimatedSecondsUpperBound": round(seconds / parallel, 1),
+            "sampleSizes": [t.sample_size() for t in self.tasks],
         }
+
+    def sample_size_warnings(self) -> list[str]:
+        """The preview's warnings for tasks with too few episodes for a useful interval (not recorded on submit)."""
+        return [f"tasks[{i}] ({t.task_id}): {s['warning']}" for i, t in enumerate(self.tasks)
+                if (s := t.sample_size())["warning"]]
 
     def workload_summaries(self) -> list[dict]:
         return [w.summary() for w in self.workloads]

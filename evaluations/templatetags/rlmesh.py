@@ -25,3 +25,11 @@ def duration(start: datetime | None, end: datetime | None = None) -> str:
     if seconds < 3600:
         return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+@register.filter
+def pvalue(p: float | None) -> str:
+    """A p-value to four decimals, ``"< 0.0001"`` below that (never a bare 0.0000); ``"—"`` for None."""
+    if p is None:
+        return "—"
+    return "< 0.0001" if p < 0.0001 else f"{p:.4f}"

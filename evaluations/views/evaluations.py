@@ -25,7 +25,8 @@ from ..forms import EPISODE_SORTS, catalog_choices
 from ..htmx import is_partial, render_page_or_partial
 from ..media import episode_video_response
 from ..models import Episode, Evaluation, Workload
-from ..reports import episode_rows, task_label
+from ..regressions import attach_regressions
+from ..reports import episode_rows, performance_profiles, task_label
 from ..runs.lifecycle import CancelRefused, cancel_evaluation
 from ..selectors import evaluation_detail_queryset
 from ..tenancy import active_membership, active_organization, org_evaluation
@@ -71,6 +72,7 @@ def evaluation_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(qs, 25).get_page(request.GET.get("page"))
     evaluations = list(page.object_list)
     _headline(evaluations)
+    attach_regressions(evaluations, org)  # no query unless an evaluation on the page carries a tag
     models, envs, _ = catalog_choices(org)
     query = request.GET.copy()
     query.pop("page", None)
@@ -107,6 +109,9 @@ def _overview_context(request: HttpRequest, evaluation: Evaluation) -> dict:
     if len(models) > 1 and len(tasks) > 1:
         by_task = {(g["key"]["model"], task_label(g["key"])): g for g in scoring.group_scores(rows, "task")}
         matrix = {"tasks": tasks, "rows": [{"model": m, "cells": [by_task.get((m, t)) for t in tasks]} for m in models]}
+    attach_regressions([evaluation], active_organization(request))
+    # The rliable profile reads best over many tasks: on the benchmark rollup, or whenever there are three or more.
+    profiles = performance_profiles(rows) if group_by == "benchmark" or len(tasks) >= 3 else {}
     duration = None
     if evaluation.started_at:
         duration = (evaluation.finished_at or timezone.now()) - evaluation.started_at
@@ -119,6 +124,13 @@ def _overview_context(request: HttpRequest, evaluation: Evaluation) -> dict:
         "reward_chart": charts.reward_distribution(rewards) if rewards else None,
         "matrix": matrix,
         "duration": duration,
+        "profile_chart": charts.performance_profile(
+            profiles, title="Performance profile: fraction of tasks above each success rate (95% bootstrap band)",
+        ) if profiles else None,
+        "baseline_controls": [
+            {"tag": f"{k}:{v}", "baseline": evaluation.tag_baselines.get(f"{k}:{v}")}
+            for k, v in evaluation.tags.items()
+        ],
     }
 
 

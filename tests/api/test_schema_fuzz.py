@@ -3,10 +3,11 @@ schema, status code and content type, and every 4xx/5xx in the error envelope.
 
 The schema is loaded from the app in-process (``from_wsgi``) and requests go through Django's WSGI handler inside
 the test's transaction, so nothing listens on a port and every operation starts from the same seeded world: an
-evaluation with episodes (one with a video), logs and a shard; a finished evaluation (cancelling it is a 409); an
+evaluation with episodes (one with a video), logs and a shard; a finished evaluation (cancelling it is a 409) that is
+the baseline of ``suite:nightly``, and a later one with that tag (it carries a regression verdict); an
 image repository in the organization's namespace with a current version and a deleted one (probing it is a 409).
 Path parameters are drawn from those real ids or from what schemathesis generates, so both the 2xx and the 404
-paths run. Requests carry a member's API key (members write; the viewer 403 is covered in test_evaluations_api).
+paths run; so are a comparison's ``a``/``b`` and a baseline's ``evaluation``. Requests carry a member's API key (members write; the viewer 403 is covered in test_evaluations_api).
 
 Bounded: ``MAX_EXAMPLES`` per operation in the fuzzing phase (plus schemathesis's examples and coverage phases,
 and its probes of undeclared methods), derandomized, so every run sends the same ~1,800 requests (about a minute on
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 
 import pytest
 import schemathesis
@@ -39,7 +41,7 @@ from schemathesis.checks import (
 )
 
 from evaluations.choices import EvaluationStatus, ProbeStatus
-from evaluations.models import Episode, Evaluation, EvaluationLog, ImageRepository, ImageVersion, Shard
+from evaluations.models import Baseline, Episode, Evaluation, EvaluationLog, ImageRepository, ImageVersion, Shard
 from evaluations.planning import plan_evaluation
 from evaluations.runs.lifecycle import create_evaluation
 from tests.conftest import cartpole_request
@@ -47,6 +49,8 @@ from tests.conftest import cartpole_request
 pytestmark = pytest.mark.django_db
 
 MAX_EXAMPLES = 50
+NIGHTLY = {"suite": "nightly"}
+HEURISTICS = "prebuilt/classic-control-heuristics"
 
 schema = schemathesis.openapi.from_wsgi("/v1/schema?format=json", get_wsgi_application())
 schema.config.generation.update(max_examples=MAX_EXAMPLES, deterministic=True)
@@ -98,19 +102,28 @@ def world(tenant_a, settings):
     """The seeded organization A; yields the member API key."""
     settings.RLMESH_REGISTRY_HOST = "127.0.0.1:9"  # nothing listens: deleting a version's manifest is best effort
     running = _evaluation(tenant_a, status=EvaluationStatus.RUNNING)
-    finished = _evaluation(tenant_a, status=EvaluationStatus.COMPLETED, finished_at=timezone.now())
+    finished = _evaluation(tenant_a, status=EvaluationStatus.COMPLETED, finished_at=timezone.now(), tags=NIGHTLY,
+                           created_at=timezone.now() - timedelta(hours=1))
+    later = _evaluation(tenant_a, status=EvaluationStatus.COMPLETED, finished_at=timezone.now(), tags=NIGHTLY)
     episodes = _episodes(running)
+    for evaluation in (finished, later):
+        _episodes(evaluation)
+    Baseline.objects.create(organization=tenant_a.org, tag_key="suite", tag_value="nightly", evaluation=finished)
     EvaluationLog.objects.bulk_create(EvaluationLog(evaluation=running, source="worker", message=f"line {i}") for i in range(3))
     Shard.objects.filter(evaluation=running).update(started_at=timezone.now(), timings={"envStartSeconds": [0.5],
                                                                                        "modelStartSeconds": [0.7]})
     repo, current, deleted = _images(tenant_a)
     REAL.clear()
     REAL.update(
-        public_id=[running.public_id, finished.public_id],
+        public_id=[running.public_id, finished.public_id, later.public_id],
         episode_id=[episodes[0].pk, episodes[1].pk],
         reference=[repo.path, f"{repo.path}:latest", f"{repo.path}@{deleted.digest}", "prebuilt/ppo/cartpole"],
         name=[repo.path],
         digest=[current.digest, deleted.digest],
+        tag=["suite:nightly", "suite:weekly"],
+        # Query and body values: comparison sides (``eval`` and ``eval:model``) and a baseline's evaluation.
+        side=[running.public_id, f"{later.public_id}:{HEURISTICS}", finished.public_id],
+        evaluation=[finished.public_id, later.public_id],
     )
     # Django's test client keeps the connection open across requests; a bare WSGI call would close it (and with
     # it the test's transaction) when each request ends.
@@ -128,6 +141,23 @@ def flatmap_path_parameters(context, path_parameters):
     if not path_parameters:
         return st.just(path_parameters)
     return st.fixed_dictionaries({k: st.sampled_from([*REAL.get(k, []), v]) for k, v in path_parameters.items()})
+
+
+@schema.hook
+def flatmap_query(context, query):
+    """A comparison's ``a`` and ``b`` are seeded sides or the generated values."""
+    if not query or not {"a", "b"} & set(query):
+        return st.just(query)
+    return st.fixed_dictionaries({k: st.sampled_from([*REAL["side"], v]) if k in ("a", "b") else st.just(v)
+                                  for k, v in query.items()})
+
+
+@schema.hook
+def flatmap_body(context, body):
+    """A baseline's ``evaluation`` is a seeded completed evaluation (tagged suite:nightly) or the generated value."""
+    if not isinstance(body, dict) or "evaluation" not in body:
+        return st.just(body)
+    return st.sampled_from([*({**body, "evaluation": e} for e in REAL["evaluation"]), body])
 
 
 #: Header values worth sending besides generated ones: a video's ranges (206, and 416 past its 112 bytes).

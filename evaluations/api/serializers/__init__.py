@@ -4,6 +4,13 @@ builds, where rendering through a serializer would change values (datetime preci
 
 from __future__ import annotations
 
+from .comparisons import (
+    BaselineListSerializer,
+    BaselineRequestSerializer,
+    BaselineSerializer,
+    ComparisonSerializer,
+    RegressionSerializer,
+)
 from .episodes import EpisodePageSerializer, EpisodeSerializer, LogPageSerializer
 from .errors import ErrorSerializer, errors
 from .evaluations import EvaluationDetailSerializer, EvaluationPageSerializer, EvaluationSerializer, PreviewSerializer
@@ -12,6 +19,10 @@ from .images import ImageListSerializer, ImageSerializer, ProbeQueuedSerializer
 from .reports import MetricsSerializer, ScoresSerializer
 
 __all__ = [
+    "BaselineListSerializer",
+    "BaselineRequestSerializer",
+    "BaselineSerializer",
+    "ComparisonSerializer",
     "EpisodePageSerializer",
     "EpisodeSerializer",
     "ErrorSerializer",
@@ -29,6 +40,7 @@ __all__ = [
     "PreviewSerializer",
     "ProbeQueuedSerializer",
     "RegistryInfoSerializer",
+    "RegressionSerializer",
     "ScoresSerializer",
     "errors",
 ]

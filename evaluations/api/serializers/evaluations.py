@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ...choices import EvaluationStatus
+from .comparisons import RegressionSerializer
 
 __all__ = [
     "EvaluationDetailSerializer",
@@ -87,6 +88,20 @@ class EvaluationDetailSerializer(EvaluationSerializer):
     config = serializers.JSONField(help_text="effective configuration: resolved digests, defaults, seeds (the shape of the "
                                              "EffectiveConfig schema); for an imported run, where it came from")
     workloads = WorkloadSerializer(many=True)
+    regression = serializers.SerializerMethodField()
+    baselineFor = serializers.SerializerMethodField()  # noqa: N815
+
+    @extend_schema_field(RegressionSerializer(allow_null=True, help_text=(
+        "Verdicts per task against the baselines of the tags this evaluation carries (extension; the official "
+        "clients ignore it). null unless the evaluation completed, carries a baselined tag and was created after "
+        "that baseline. CI: fail the build unless `.regression.comparable and (.regression.regressed | not)`.")))
+    def get_regression(self, obj) -> dict | None:
+        return getattr(obj, "regression", None)
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField(), help_text=(
+        "the tags (key:value) this evaluation is the baseline of")))
+    def get_baselineFor(self, obj) -> list[str]:  # noqa: N802
+        return list(getattr(obj, "baseline_tags", []))
 
 
 class EvaluationPageSerializer(serializers.Serializer):
@@ -106,6 +121,25 @@ class PreviewWorkloadSerializer(serializers.Serializer):
                                   help_text="[first, last] episode seed")
 
 
+class SampleSizeSerializer(serializers.Serializer):
+    """What a task's episode count buys: the 95 % Wilson interval half-width of its success rate, assuming the worst
+    case p = 0.5, and the episodes a ±5 pp and a ±10 pp interval need."""
+
+    episodes = serializers.IntegerField(help_text="the task's requested episodes (per model)")
+    p = serializers.FloatField(help_text="the assumed success rate (0.5: the widest interval)")
+    halfWidth = serializers.FloatField(help_text="expected half-width as a fraction (0.05 = ±5 pp)")  # noqa: N815
+    episodesFor5pp = serializers.IntegerField(help_text="episodes for a ±5 pp interval")  # noqa: N815
+    episodesFor10pp = serializers.IntegerField(help_text="episodes for a ±10 pp interval")  # noqa: N815
+
+
+class TaskSampleSizeSerializer(serializers.Serializer):
+    env = serializers.CharField()
+    taskId = serializers.CharField()  # noqa: N815
+    perturbation = serializers.CharField(help_text="`none` when unperturbed")
+    sampleSize = SampleSizeSerializer()  # noqa: N815
+    warning = serializers.CharField(allow_null=True, help_text="set when the task has fewer than 20 episodes")
+
+
 class PreviewEstimatesSerializer(serializers.Serializer):
     episodes = serializers.IntegerField()
     workloads = serializers.IntegerField()
@@ -113,6 +147,8 @@ class PreviewEstimatesSerializer(serializers.Serializer):
     maxEnvSteps = serializers.IntegerField(help_text="episodes × the step limit of each task")  # noqa: N815
     maxRenderedFrames = serializers.IntegerField(help_text="frames rendered for recorded episodes, at most")  # noqa: N815
     estimatedSecondsUpperBound = serializers.FloatField()  # noqa: N815
+    sampleSizes = TaskSampleSizeSerializer(  # noqa: N815
+        many=True, help_text="one per task of the request, in request order")
 
 
 class EffectiveConfigModelSerializer(serializers.Serializer):
@@ -159,7 +195,8 @@ class EffectiveConfigSerializer(serializers.Serializer):
 
 class PreviewSerializer(serializers.Serializer):
     valid = serializers.BooleanField()
-    warnings = serializers.ListField(child=serializers.CharField())
+    warnings = serializers.ListField(child=serializers.CharField(), help_text=(
+        "what submitting would warn about, plus one per task with fewer than 20 episodes (its interval is wide)"))
     workloads = PreviewWorkloadSerializer(many=True, help_text="one per model × task; the CLI prints how many")
     estimates = PreviewEstimatesSerializer()
     config = EffectiveConfigSerializer()
