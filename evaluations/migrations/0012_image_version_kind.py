@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluations', '0010_worker_processes'),
+        ('evaluations', '0011_baselines'),
     ]
 
     operations = [
