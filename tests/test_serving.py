@@ -216,3 +216,13 @@ def test_chart_labels_reach_plotly_as_escaped_text():
     box = charts.reward_distribution({EVIL: [1.0, 2.0]}, title=EVIL)
     assert box["data"][0]["name"] == escaped and EVIL not in json.dumps(box)
     assert charts.reward_distribution({"a & b": [1.0]})["data"][0]["name"] == "a &amp; b"
+
+
+def test_no_template_comment_spans_lines():
+    """Django's ``{# … #}`` is single-line only: a multi-line one is printed on the page as text."""
+    import re
+    from pathlib import Path
+
+    for path in Path(__file__).resolve().parents[1].joinpath("templates").rglob("*.html"):
+        for line in path.read_text().splitlines():
+            assert not re.search(r"\{#(?!.*#\})", line), f"{path}: {line.strip()} (use {{% comment %}})"
