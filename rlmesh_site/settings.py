@@ -338,6 +338,8 @@ RLMESH_WORKFLOW_EDITION = env_str("RLMESH_WORKFLOW_EDITION", "2026.06")
 #: Interpreters of the separate Python environments trusted sources may name as ``python+<name>://``; each env
 #: family that pins conflicting packages gets its own (scripts/setup-<name>.sh makes it).
 RLMESH_PYTHON_ENVS = {"metaworld": os.environ.get("RLMESH_METAWORLD_PYTHON", str(BASE_DIR / ".venv-metaworld" / "bin" / "python"))}
+#: The shards of one workload on a host share one model server (rlmesh model servers take many sessions).
+RLMESH_SHARE_MODEL_SERVERS = env_bool("RLMESH_SHARE_MODEL_SERVERS", True)
 #: Fork local servers from a preloaded forkserver (ready in ~30 ms) instead of starting a fresh interpreter (~0.5 s).
 RLMESH_LOCAL_FORKSERVER = env_bool("RLMESH_LOCAL_FORKSERVER", True)
 #: Where the local runtime keeps unix sockets and server logs.

@@ -372,3 +372,35 @@ def test_a_shard_that_makes_progress_is_requeued_past_the_attempt_limit(tenant_a
     assert reaper.reap_shards() == [shard.pk]
     shard.refresh_from_db()
     assert shard.status == "queued" and shard.attempts == 0
+
+
+def test_shards_of_one_workload_share_one_model_server_on_a_host(tenant_a, settings):
+    import os as _os
+
+    from evaluations.runs.runner import ShardRunner
+
+    body = cartpole_request()
+    body["tasks"][0].update(episodes=4, workers=2)
+    evaluation = create(tenant_a, body)
+    first, second = (Shard.objects.select_related("workload", "evaluation").get(pk=pk)
+                     for pk in Shard.objects.filter(evaluation=evaluation).order_by("index").values_list("pk", flat=True))
+    a, b = ShardRunner(first), ShardRunner(second)
+    a.ensure_servers()
+    b.ensure_servers()
+    try:
+        assert a.model.address == b.model.address and a.model.pid == b.model.pid  # one model server
+        assert a.env.address != b.env.address  # each shard its own env (one client per env server)
+        assert a.run_episode(0, wall_cap=60).fields["status"] == "completed"
+        assert b.run_episode(2, wall_cap=60).fields["status"] == "completed"
+        pid = a.model.pid
+        a.close()  # b still holds a lease: the server stays
+        assert b.model.alive()
+        b.close()  # the last lease: the server stops
+        import time as _time
+        deadline = _time.monotonic() + 5
+        while _time.monotonic() < deadline and _os.path.exists(f"/proc/{pid}"):
+            _time.sleep(0.05)
+        assert not _os.path.exists(f"/proc/{pid}")
+    finally:
+        a.close()
+        b.close()

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import time
 
+from django.conf import settings
 from django.utils import timezone
 
 from ..choices import LogLevel
 from ..domain import perturbations
 from ..domain.scoring import histogram_add
 from ..models import Evaluation, Shard, Workload
-from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for
+from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for, shared
+from ..runtime.local import LocalRuntime
 from . import recording
 from .lifecycle import log
 from .outcome import EpisodeOutcome, close_quietly, completed_fields, error_fields
@@ -102,7 +104,15 @@ class ShardRunner:
 
     def _start(self, kind: str) -> ServedEndpoint:
         spec = self._spec(kind)
-        return backend_for(spec.source).start(spec, name=self.shard.server_name(kind))
+        backend = backend_for(spec.source)
+
+        def start() -> ServedEndpoint:
+            return backend.start(spec, name=self.shard.server_name(kind))
+
+        if kind == "model" and settings.RLMESH_SHARE_MODEL_SERVERS and isinstance(backend, LocalRuntime):
+            # The shards of one workload on this host share one model server (runtime.shared).
+            return shared.acquire(f"workload-{self.workload.pk}", start)
+        return start()
 
     def ensure_servers(self) -> None:
         """Start (or restart) whatever server is not running. Raises RuntimeBackendError on failure (a server that did

@@ -1,0 +1,118 @@
+"""Model servers shared by the shards of one workload on one host: an rlmesh model server takes many sessions at once
+(spec/ENVS.md: 4 sessions on one model server gave 3.1x the steps/s of one), so the second shard of a workload on a
+host uses the first one's server instead of loading the model again (one copy of the weights per host).
+
+Each worker process that uses a shared server holds a lease on it. The registry is a small JSON file per workload in
+``RLMESH_RUN_DIR/shared/``, read and written under an exclusive ``flock`` (so pool processes of every worker on the
+host agree): the server's pid and start time, address, log file, and the pids holding leases. The last process to
+release its lease stops the server. The server dies with the process that started it (``PR_SET_PDEATHSIG``); the
+others then see it gone, and the next of them to need it starts a fresh one. Local sources only (containers are not
+shared).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+
+from .base import ServedEndpoint
+from .forkserver import _start_time
+
+__all__ = ["SharedServer", "acquire"]
+
+
+def _dir() -> Path:
+    path = Path(settings.RLMESH_RUN_DIR) / "shared"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def _registry(key: str):
+    """The registry entry of ``key`` (a dict, ``{}`` when none) under the host-wide lock; written back on exit."""
+    with open(_dir() / f"{key}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = _dir() / f"{key}.json"
+        try:
+            state = json.loads(path.read_text()) if path.exists() else {}
+        except (OSError, ValueError):
+            state = {}
+        yield state
+        if state:
+            path.write_text(json.dumps(state))
+        elif path.exists():
+            path.unlink()
+
+
+def _alive(state: dict) -> bool:
+    return bool(state) and _start_time(state["pid"]) == state["start"]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class SharedServer(ServedEndpoint):
+    """A lease on a shared model server: ``stop()`` releases the lease (the last one stops the server)."""
+
+    def __init__(self, key: str, state: dict, ready_seconds: float):
+        self.key = key
+        self.pid = state["pid"]
+        self._start = state["start"]
+        self.address = state["address"]
+        self._log = Path(state["log"])
+        self.ready_seconds = ready_seconds
+        self._released = False
+
+    def alive(self) -> bool:
+        return _start_time(self.pid) == self._start
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self._log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        with _registry(self.key) as state:
+            if not state or state["pid"] != self.pid:
+                return  # replaced meanwhile: that server is someone else's business
+            # Leases of processes that died without releasing do not keep the server alive.
+            state["leases"] = [p for p in state["leases"] if p != os.getpid() and _pid_alive(p)]
+            if state["leases"]:
+                return
+            state.clear()
+        if self.alive():
+            try:
+                os.killpg(self.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+
+def acquire(key: str, start) -> SharedServer:
+    """A lease on the shared server ``key``: the running one, or one ``start()`` starts now (a LocalServer whose process
+    handle has ``pid``). Raises whatever ``start`` raises."""
+    with _registry(key) as state:
+        if _alive(state):
+            state["leases"] = sorted({*state["leases"], os.getpid()})
+            return SharedServer(key, state, ready_seconds=0.0)
+        server = start()
+        state.clear()
+        state.update({"pid": server.proc.pid, "start": _start_time(server.proc.pid), "address": server.address,
+                      "log": str(server.log_path), "leases": [os.getpid()]})
+        return SharedServer(key, state, ready_seconds=server.ready_seconds)
