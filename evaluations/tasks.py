@@ -76,3 +76,4 @@ def _die_with_worker(**kwargs) -> None:
 
     LivenessThread().start()
     forkserver.warm_up()  # the first shard's servers start in ~30 ms too
+    from .runs import loop  # noqa: F401  (imported now, not on the first shard: rlmesh, numpy, the engine)
