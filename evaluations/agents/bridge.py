@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 import rlmesh
 
-from .observation import SYSTEM_PROMPT, first_user_message, raw_message, tool_message
+from .observation import SYSTEM_PROMPT, first_user_message, raw_message, text_of, tool_message
 from .tools import ENDPOINT_ERROR_TOOL, TOOL_NAMES, ToolCallError, from_openai_tool_calls, from_reply_text, \
     tool_definitions, tools_prompt, validate_call
 from .transport import EndpointConfig, EndpointError, HttpAgent, OpenAIChat, Reply, RlmeshModel, call_with_retries, \
@@ -79,14 +79,6 @@ def redact(text: str, key: str) -> str:
     for form in {key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1]}:
         text = text.replace(form, "***")
     return text
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        value = value.item() if value.size == 1 else value.tolist()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return "" if value is None else str(value)
 
 
 def _png_data_url(image: np.ndarray) -> str:
@@ -148,13 +140,13 @@ class _Obs:
     @classmethod
     def read(cls, observation: dict[str, Any]) -> _Obs:
         try:
-            meta = json.loads(_text(observation.get("meta")) or "{}")
+            meta = json.loads(text_of(observation.get("meta")) or "{}")
         except json.JSONDecodeError:
             meta = {}
         meta = meta if isinstance(meta, dict) else {}
         shot = observation.get("screenshot")
-        return cls(goal=_text(observation.get("goal")), dom=_text(observation.get("dom")),
-                   error=_text(observation.get("error")), raw=_text(observation.get("raw")),
+        return cls(goal=text_of(observation.get("goal")), dom=text_of(observation.get("dom")),
+                   error=text_of(observation.get("error")), raw=text_of(observation.get("raw")),
                    episode=str(meta.get("episode") or ""), step=int(meta.get("step") or 0),
                    task=str(meta.get("task") or ""), tools=list(meta.get("tools") or TOOL_NAMES),
                    screenshot=np.asarray(shot) if shot is not None else None, original=dict(observation))

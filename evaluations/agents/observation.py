@@ -63,6 +63,17 @@ def _checked(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
+def text_of(value: Any) -> str:
+    """A Text observation value as a Python string: rlmesh may hand it over as a 0-d numpy array or bytes."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        value = value.item() if value.size == 1 else value.tolist()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
 def render_element(element: Mapping[str, Any]) -> str:
     """One element line without indentation, e.g. ``[6] input_text id=username value='kanesha' focused``.
 

@@ -35,7 +35,7 @@ class ComparisonView(OrgScopedView):
     @extend_schema(
         parameters=[
             OpenApiParameter("a", str, required=True, description=f"the reference (e.g. the baseline): {_SIDE}"),
-            OpenApiParameter("b", str, required=True, description=f"the challenger, named the same way; may be another "
+            OpenApiParameter("b", str, required=True, description="the challenger, named the same way; may be another "
                                                                   "model of the same evaluation"),
             OpenApiParameter("alpha", float,
                              description="family-wise error rate of the per-task verdicts, in (0, 0.5]; default 0.05"),

@@ -11,7 +11,6 @@ is alive but whose shard loop hung).
 from __future__ import annotations
 
 import logging
-import os
 
 from django.conf import settings
 from django.utils import timezone
@@ -20,6 +19,7 @@ from ..choices import ShardStatus
 from ..models import Episode, Evaluation, Shard, WorkerProcess
 from . import dispatch
 from .lifecycle import fail_lost_shard, fail_stalled_evaluation, requeue_lost_shard
+from ..runtime.processes import pid_alive
 from .workers import live_identities
 
 __all__ = ["reap_shards", "resend_lost_messages", "stalled_evaluations"]
@@ -35,15 +35,7 @@ def _pid_gone(identity: str) -> bool:
     """Whether ``host:pid`` names a process of this host that no longer exists (known at once, without waiting for
     its liveness record to go stale)."""
     host, _, pid = identity.rpartition(":")
-    if host != settings.RLMESH_HOSTNAME or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    return host == settings.RLMESH_HOSTNAME and pid.isdigit() and not pid_alive(int(pid))
 
 
 def _lost_reason(shard: Shard, live: set[str], stale_before) -> str | None:

@@ -35,7 +35,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
 from ..agents.bridge import KEY_ENV, redact
-from ..agents.observation import first_user_message, raw_message, tool_message
+from ..agents.observation import first_user_message, raw_message, text_of, tool_message
 from ..agents.tools import ENDPOINT_ERROR_TOOL
 from ..choices import EpisodeStatus, StopCondition
 from ..crypto import SecretUnreadable, decrypt
@@ -66,14 +66,6 @@ def model_secrets(evaluation, workload) -> dict[str, str]:
         return {KEY_ENV: decrypt(evaluation.endpoint_key)}
     except SecretUnreadable as exc:
         raise RuntimeBackendError(f"the endpoint key cannot be used: {exc}") from None
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        value = value.item() if value.size == 1 else value.tolist()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return "" if value is None else str(value)
 
 
 def _png(image: Any) -> bytes:
@@ -110,9 +102,9 @@ class TranscriptRecorder:
 
     def _observation(self, step: int, obs: Any) -> None:
         obs = obs if isinstance(obs, dict) else {"observation": obs}
-        goal, dom, error = _text(obs.get("goal")), _text(obs.get("dom")), _text(obs.get("error"))
+        goal, dom, error = text_of(obs.get("goal")), text_of(obs.get("dom")), text_of(obs.get("error"))
         if self.raw_json:
-            text = raw_message(_text(obs.get("raw")), error)
+            text = raw_message(text_of(obs.get("raw")), error)
         else:
             text = first_user_message(goal, dom) if step == 0 else tool_message(dom, error)
         shot = None
@@ -122,7 +114,7 @@ class TranscriptRecorder:
         self._event("observation", step, text=text, screenshot=shot)
 
     def on_reset(self, obs: Any, info: Any, *, seed: int) -> None:
-        goal = _text(obs.get("goal")) if isinstance(obs, dict) else ""
+        goal = text_of(obs.get("goal")) if isinstance(obs, dict) else ""
         self._event("reset", 0, seed=seed, goal=goal, at=time.time())
         self._observation(0, obs)
 
@@ -154,7 +146,7 @@ class TranscriptRecorder:
         """Record step ``step`` (1-based): the model call behind ``action``, the tool call and the new page."""
         self.totals["predictMs"] += predict_ms
         self.totals["envMs"] += step_ms
-        text = _text(action)
+        text = text_of(action)
         try:
             call = json.loads(text)
         except json.JSONDecodeError:

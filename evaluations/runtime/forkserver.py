@@ -25,6 +25,8 @@ import threading
 import time
 from pathlib import Path
 
+from .processes import start_time
+
 __all__ = ["PRELOAD", "ForkedProcess", "start", "warm_up"]
 
 #: Imported once in the forkserver; every server forked from it starts with them loaded.
@@ -38,14 +40,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass
-
-
-def _start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (``/proc/<pid>/stat`` field 22): tells a reused pid apart."""
-    try:
-        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 # ------------------------------------------------------------------ the forkserver (its own process)
@@ -99,7 +93,7 @@ def main() -> None:
         pid = os.fork()
         if pid == 0:
             _serve(request)
-        out.write(json.dumps({"pid": pid, "start": _start_time(pid)}) + "\n")
+        out.write(json.dumps({"pid": pid, "start": start_time(pid)}) + "\n")
         out.flush()
 
 
@@ -114,7 +108,7 @@ class ForkedProcess:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        if self.returncode is None and (self._start is None or _start_time(self.pid) != self._start):
+        if self.returncode is None and (self._start is None or start_time(self.pid) != self._start):
             self.returncode = -1  # exited; its code went to the forkserver
         return self.returncode
 

@@ -14,6 +14,7 @@ from django.conf import settings
 
 from ..choices import ProbeStatus, ShardStatus
 from ..models import ImageVersion, Shard
+from .processes import pid_alive
 
 __all__ = ["live_server_names", "reap_containers", "reap_socket_dirs"]
 
@@ -51,16 +52,6 @@ def reap_containers() -> list[str]:
 _SOCKET_DIR = re.compile(r"^rlm-(?:c-)?(\d+)-")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def reap_socket_dirs(root: str | None = None) -> list[str]:
     """Remove this host's server socket directories (``rlm-<pid>-…`` of the local runtime, ``rlm-c-<pid>-…`` shared
     with env containers) whose worker process no longer exists — a killed worker cannot remove its own. Returns the
@@ -69,7 +60,7 @@ def reap_socket_dirs(root: str | None = None) -> list[str]:
     removed = []
     for entry in os.scandir(root):
         match = _SOCKET_DIR.match(entry.name)
-        if match and entry.is_dir(follow_symlinks=False) and not _alive(int(match[1])):
+        if match and entry.is_dir(follow_symlinks=False) and not pid_alive(int(match[1])):
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(entry.path)
     return removed

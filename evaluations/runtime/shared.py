@@ -22,7 +22,7 @@ from pathlib import Path
 from django.conf import settings
 
 from .base import ServedEndpoint
-from .forkserver import _start_time
+from .processes import pid_alive, start_time
 
 __all__ = ["SharedServer", "acquire"]
 
@@ -51,17 +51,7 @@ def _registry(key: str):
 
 
 def _alive(state: dict) -> bool:
-    return bool(state) and _start_time(state["pid"]) == state["start"]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return bool(state) and start_time(state["pid"]) == state["start"]
 
 
 class SharedServer(ServedEndpoint):
@@ -77,7 +67,7 @@ class SharedServer(ServedEndpoint):
         self._released = False
 
     def alive(self) -> bool:
-        return _start_time(self.pid) == self._start
+        return start_time(self.pid) == self._start
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -93,7 +83,7 @@ class SharedServer(ServedEndpoint):
             if not state or state["pid"] != self.pid:
                 return  # replaced meanwhile: that server is someone else's business
             # Leases of processes that died without releasing do not keep the server alive.
-            state["leases"] = [p for p in state["leases"] if p != os.getpid() and _pid_alive(p)]
+            state["leases"] = [p for p in state["leases"] if p != os.getpid() and pid_alive(p)]
             if state["leases"]:
                 return
             state.clear()
@@ -113,6 +103,6 @@ def acquire(key: str, start) -> SharedServer:
             return SharedServer(key, state, ready_seconds=0.0)
         server = start()
         state.clear()
-        state.update({"pid": server.proc.pid, "start": _start_time(server.proc.pid), "address": server.address,
+        state.update({"pid": server.proc.pid, "start": start_time(server.proc.pid), "address": server.address,
                       "log": str(server.log_path), "leases": [os.getpid()]})
         return SharedServer(key, state, ready_seconds=server.ready_seconds)
