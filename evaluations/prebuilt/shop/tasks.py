@@ -188,8 +188,7 @@ def _account(b: _Builder) -> None:
             profile = b.profile(lambda x: x.preferred_delivery != delivery)
             b.add("account", f"Set your preferred delivery option to {_DELIVERY_WORDS[delivery]}.", profile,
                   [{"check": "account", "field": "preferred_delivery", "value": delivery}], 6)
-    for _ in range(6):
-        profile = b.c.profile(b.profile(lambda x: len(x.addresses) > 1))
+    for profile in b.rng.sample([p for p in b.c.profiles if len(p.addresses) > 1], 6):  # six different users
         label = next(a["label"] for a in profile.addresses if a["label"] != profile.default_address)
         b.add("account", f"Make your {label} address your default shipping address.", profile.id,
               [{"check": "account", "field": "default_address", "value": label}], 6)
