@@ -25,3 +25,11 @@ def duration(start: datetime | None, end: datetime | None = None) -> str:
     if seconds < 3600:
         return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+@register.filter
+def checks_passed(verifiers) -> str:
+    """``"2/3 checks"`` for an agent rollout's verifiers (``""`` without any)."""
+    if not verifiers:
+        return ""
+    return f"{sum(1 for v in verifiers if v.get('passed') is True)}/{len(verifiers)} checks"
