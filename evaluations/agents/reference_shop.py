@@ -222,7 +222,7 @@ def add_units(m, page: Page) -> Call:
 
 
 def browse_under(m, page: Page) -> Call:
-    category, limit = m[1], float(m[2])
+    category, limit = m[1], float(m[2]) if m[2] else float("inf")
     if page.kind == "cart" and page.first(lambda e: "cart-line" in e.classes.split()):
         return _call("finish", reason="added")
     if page.kind == "product":
@@ -395,7 +395,10 @@ RULES: list[tuple[re.Pattern, Callable[[re.Match, Page], Call]]] = [
      category_sorted),
     (re.compile(r"^Add (\d+) units of the (.+) in (.+) to your cart\.$"), add_units),
     (re.compile(r"^Add the (.+) to your cart\.$"), add_to_cart),
-    (re.compile(r"^Browse (.+) and add any item under \$(\d+) to your cart\.$"), browse_under),
+    # The catalog's "Browse <category> and add any item under $N to your cart." and the seed's open-run example
+    # "Browse headphones and add any pair to cart."
+    (re.compile(r"^Browse (.+?) and add any (?:item|pair|one)(?: under \$(\d+))? to (?:your |the )?cart\.?$"),
+     browse_under),
     (re.compile(r"^Remove the (.+) from your cart\.$"), remove_line),
     (re.compile(r"^Change the quantity of the (.+) in your cart to (\d+)\.$"), change_qty),
     (re.compile(r"^Buy the (.+) and have it shipped to your (\w+) address with ([\w-]+) delivery\.$"), buy),

@@ -200,3 +200,11 @@ def test_screenshots_and_render():
         assert obs["screenshot"].std() > 0
     finally:
         env.close()
+
+
+def test_the_reference_agent_passes_the_seeds_open_run_example(env):
+    checks = [{"check": "cart_count", "where": {"category": "headphones"}, "op": "==", "value": 1},
+              {"check": "visited", "is": "category", "where": {"category": "headphones"}}]
+    task = open_task("Browse headphones and add any pair to cart.", profile_id="U_001", verifiers=checks, max_steps=20)
+    steps, (obs, reward, terminated, truncated, info) = run(env, task)
+    assert terminated and info["is_success"] and reward == 1.0 and steps <= 6
