@@ -289,7 +289,15 @@ def _page_matches(page: dict, where: dict) -> bool:
 
 
 def _describe(where: dict | None) -> str:
-    return ", ".join(f"{k}={v}" for k, v in (where or {}).items()) or "anything"
+    """``category=headphones, price_lt=50``; nested clauses in parentheses: ``contains=(id=P034)``."""
+    def text(value: Any) -> str:
+        if isinstance(value, dict):
+            return f"({_describe(value)})"
+        if isinstance(value, list):
+            return "[" + "; ".join(text(v) for v in value) + "]"
+        return str(value)
+
+    return ", ".join(f"{k}={text(v)}" for k, v in (where or {}).items()) or "anything"
 
 
 def _items_text(items: list[dict], limit: int = 4) -> str:
