@@ -198,7 +198,10 @@ def category_sorted(m, page: Page) -> Call:
 
 
 def add_to_cart(m, page: Page) -> Call:
-    name = m[1]
+    return _add_named(m[1], page)
+
+
+def _add_named(name: str, page: Page) -> Call:
     if page.kind == "cart" and page.row("cart-line", name):
         return _call("finish", reason="in the cart")
     if page.kind == "product" and page.title == name:
@@ -265,7 +268,7 @@ def buy(m, page: Page) -> Call:
         return _checkout(page, [lambda p: _radio(p, f"address-{label}"), lambda p: _radio(p, f"delivery-{delivery}")])
     if page.kind == "cart" and page.row("cart-line", name):
         return page.click_id("checkout-link")
-    return add_to_cart(re.match(r"(.*)", name), page)
+    return _add_named(name, page)
 
 
 def checkout_cart(m, page: Page) -> Call:

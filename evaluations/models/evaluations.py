@@ -206,7 +206,8 @@ class Episode(models.Model):
     transcript = models.FileField(upload_to="transcripts/%Y/%m/", max_length=300, blank=True)
     #: An agent rollout's summary: steps, tool calls, invalid calls, token usage and endpoint time sums, how it ended.
     agent = models.JSONField(default=dict, blank=True)
-    #: The checks that decided the outcome: ``[{"name", "passed", "score", "detail"}]`` (MiniWoB: ``page_reward``).
+    #: The checks that decided the outcome: ``[{"name", "kind", "passed", "score", "detail"}]`` (MiniWoB: ``page_reward``
+    #: of kind ``page``; the shop: its state checks, kind ``state`` with the ``check``; an open run's ``judge``).
     verifiers = models.JSONField(default=list, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(default=timezone.now)

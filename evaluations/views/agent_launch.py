@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 
 from ..agent_catalog import task_catalog
 from ..choices import WRITE_ROLES
-from ..planning import RequestInvalid
+from ..planning import RequestInvalid, parse_request_body
 from ..planning.agent_runs import plan_agent_run
 from ..planning.open_runs import plan_open_run
 from ..runs.lifecycle import create_evaluation
@@ -122,7 +122,8 @@ def _submit(request: HttpRequest, form, mode: str, org) -> tuple[HttpResponse | 
         return None, [{"path": name, "message": " ".join(errs)} for name, errs in form.errors.items()]
     plan_run = plan_agent_run if mode == "run" else plan_open_run
     try:
-        plan = plan_run(form.request(), organization=org)
+        # Through the API's parser too: the same refusals (NUL characters, nesting) as a request body.
+        plan = plan_run(parse_request_body(json.dumps(form.request()).encode()), organization=org)
     except RequestInvalid as exc:
         return None, exc.errors
     raw = json.dumps(plan.data, ensure_ascii=False, indent=2)  # keys already replaced by ***

@@ -77,6 +77,10 @@ def test_refused_submissions_show_paths_and_never_the_keys(web, tenant_a):
     r = web.post("/evaluations/agents/new", form("run", model="m", env_id="shop", task_ids=["shop.cart.t001"],
                                                   rollouts_per_example=1, **{**ENDPOINT, "url": "ftp://x"}))
     assert r.status_code == 400 and "<code>endpoint.url</code>" in r.content.decode()
+    r = web.post("/evaluations/agents/new", form(
+        "open", env_id="shop", task_definition="Do it.", profile_id="U_001", max_steps=5, rollouts=1,
+        verifiers='[{"check": "form_value", "field": "q", "value": "a\\u0000b"}]', **ENDPOINT))
+    assert r.status_code == 400 and "<code>verifiers[0].value</code>" in r.content.decode()
 
 
 def test_viewers_cannot_launch(client, tenant_a):
