@@ -81,10 +81,18 @@ def _outcome(e: Episode) -> tuple[str, str]:
         return "error", "error"
     if ending == "timeout" or e.stop_condition == StopCondition.WALL_TIME:
         return "timeout", "timeout"
-    passed = "pass" if e.success else "fail"
+    # A completed rollout without a verdict (an open run with no verifiers and no judge) is unverified, never a
+    # guessed pass or fail.
+    passed = "unverified" if e.success is None else "pass" if e.success else "fail"
     if e.stop_condition == StopCondition.MAX_STEPS or ending == "max_steps":
         return passed, "max_steps"
     return passed, "terminal_action"
+
+
+def _reward(e: Episode, outcome: str) -> float | None:
+    if outcome == "unverified":
+        return None
+    return max(float(e.reward), 0.0) if e.reward is not None else 0.0
 
 
 def result_of(e: Episode, run_id) -> dict:
@@ -96,8 +104,8 @@ def result_of(e: Episode, run_id) -> dict:
     rid = rollout_id(run_id, w.index, e.index)
     return {
         "example_id": w.index, "rollout_id": rid, "episode_id": episode_public_id(run_id, w.index, e.index),
-        "task": w.task_id, "reward": max(float(e.reward), 0.0) if e.reward is not None else 0.0,
-        "task_passed": outcome == "pass", "task_outcome": outcome,
+        "task": w.task_id, "reward": _reward(e, outcome),
+        "task_passed": None if outcome == "unverified" else outcome == "pass", "task_outcome": outcome,
         "is_completed": e.status == EpisodeStatus.COMPLETED and bool(e.terminated), "is_truncated": stop == "max_steps",
         "stop_condition": stop, "verifiers": list(e.verifiers or []), "error": e.error or None,
         "seed": e.seed, "steps": e.steps, "usage": agent.get("usage") if agent.get("usageReported") else None,
@@ -137,14 +145,15 @@ def _sum(rows: list[dict]) -> dict:
                 usage[k] += int(r["usage"].get(k) or 0)
     steps = sum(r["steps"] for r in rows)
     endpoint = round(sum(r["endpoint_ms"] or 0 for r in rows), 3)
-    return {"rollouts": len(rows), "passed": sum(r["task_passed"] for r in rows), "steps": steps,
+    return {"rollouts": len(rows), "passed": sum(r["task_passed"] is True for r in rows),
+            "unverified": sum(r["task_outcome"] == "unverified" for r in rows), "steps": steps,
             **(usage if reported else dict.fromkeys(USAGE_KEYS)), "endpoint_ms": endpoint,
             "endpoint_ms_per_step": round(endpoint / steps, 3) if steps else None}
 
 
 def agent_usage(results: list[dict]) -> dict:
     """Token usage (as the endpoint reported it; null when it reported none) and endpoint time, for the run and per
-    task: ``{"rollouts", "passed", "steps", "prompt_tokens", "completion_tokens", "total_tokens", "endpoint_ms",
+    task: ``{"rollouts", "passed", "unverified", "steps", "prompt_tokens", "completion_tokens", "total_tokens", "endpoint_ms",
     "endpoint_ms_per_step", "tasks": [{"task", ...same}]}``."""
     ran = [r for r in results if r["stop_condition"] != "cancelled"]
     tasks: dict[str, list[dict]] = {}

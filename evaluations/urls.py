@@ -2,7 +2,8 @@
 
 from django.urls import path, re_path
 
-from .views import agents, baselines, compare, evaluations, identity, images, imports, launch, organizations, settings
+from .views import agent_launch, agents, baselines, compare, evaluations, identity, images, imports, launch, organizations, \
+    settings
 
 app_name = "evaluations"
 
@@ -12,6 +13,7 @@ urlpatterns = [
     path("", evaluations.home, name="home"),
     re_path(r"^evaluations/?$", evaluations.evaluation_list, name="evaluation_list"),
     re_path(r"^evaluations/new/?$", launch.evaluation_new, name="evaluation_new"),
+    re_path(r"^evaluations/agents/new/?$", agent_launch.agent_run_new, name="agent_run_new"),
     re_path(r"^evaluations/import/?$", imports.evaluation_import, name="evaluation_import"),
     path("evaluations/preview", launch.evaluation_preview, name="evaluation_preview"),
     re_path(rf"^evaluations/{EVAL}/?$", evaluations.evaluation_detail, name="evaluation_detail"),

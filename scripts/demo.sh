@@ -90,6 +90,30 @@ echo "$run"
 status_url=$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["status_url"])' "$run")
 echo "Status:     $url/agents$status_url"
 echo "  curl -s -H \"Authorization: Bearer $api_key\" \"$url/agents$status_url\" | python3 -m json.tool"
+# --- the offline shop: two catalog tasks, then the seed's open run with a state check (both against the reference agent)
+echo
+echo "== Agent evaluation on the offline shop: two catalog tasks, and an open run (the seed's example) with a verifier"
+endpoint="{\"url\": \"$agent_url\", \"model\": \"reference\"}"
+shop=$(curl -fsS -X POST "$url/agents/evaluations/run" -H "Authorization: Bearer $api_key" \
+  -H "Content-Type: application/json" \
+  --data "{\"env_id\": \"shop\", \"model\": \"reference-agent-v1\", \"task_ids\": [\"shop.cart.t013\", \"shop.checkout.t001\"], \"endpoint\": $endpoint}") \
+  || { echo "shop run was refused"; exit 1; }
+echo "Shop run:   $url/agents$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["status_url"])' "$shop")"
+open_run=$(curl -fsS -X POST "$url/agents/runs/open" -H "Authorization: Bearer $api_key" \
+  -H "Content-Type: application/json" --data @- <<JSON
+{
+  "env_id": "shop",
+  "task_definition": "Browse headphones and add any pair to cart.",
+  "max_steps": 20,
+  "profile_id": "U_001",
+  "rollouts": 1,
+  "endpoint": $endpoint,
+  "verifiers": [{"check": "cart_count", "where": {"category": "headphones"}, "op": "==", "value": 1}]
+}
+JSON
+) || { echo "open run was refused"; exit 1; }
+echo "Open run:   $url/agents$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["status_url"])' "$open_run")"
+echo "Launch more from the dashboard: $url/evaluations/agents/new"
 # --- end agent evaluations
 echo
 echo "Go on with the CLI or rlmesh.platform.Client:"

@@ -35,6 +35,7 @@ from typing import Any, Callable
 import rlmesh
 
 from .observation import render_elements
+from .reference_shop import decide_shop
 
 __all__ = ["Element", "ReferencePolicy", "decide", "make_server", "parse_dom", "reply_for_chat"]
 
@@ -186,6 +187,9 @@ def _click_first(elements: list[Element], pred: Callable[[Element], bool]) -> di
 def decide(goal: str, dom: str) -> dict[str, Any]:
     """The next tool call ``{"tool", "arguments"}`` for this goal and page (``finish`` when no rule applies)."""
     elements = parse_dom(dom)
+    shop = decide_shop(goal, elements)
+    if shop is not None:
+        return shop
     for pattern, build in RULES:
         match = pattern.search(goal)
         if match:

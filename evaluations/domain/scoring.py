@@ -125,20 +125,25 @@ def summarize(rows: Sequence[Mapping], confidence: float = 0.95) -> dict:
     """Score one group of episode rows.
 
     Each row has ``status`` (``"completed"`` or ``"error"``), ``success`` (bool), ``reward`` (float),
-    ``steps`` (int) and optionally ``successSource``. Returns ``episodes`` (completed ones), ``successes``,
+    ``steps`` (int) and optionally ``successSource``. Returns ``episodes`` (completed ones with a verdict), ``successes``,
     ``successRate`` and its Wilson ``successRateCi``, ``meanReward`` and its t-interval ``meanRewardCi``,
-    ``meanSteps``, ``errors`` and ``successSources`` (verdict counts per source); rates and means are
+    ``meanSteps``, ``errors``, ``unverified`` (completed with ``success`` None, outside every rate and mean) and
+    ``successSources`` (verdict counts per source); rates and means are
     None (and intervals None) when no episode completed.
     """
-    done = [r for r in rows if r["status"] == "completed"]
-    errors = len(rows) - len(done)
+    finished = [r for r in rows if r["status"] == "completed"]
+    errors = len(rows) - len(finished)
+    # A completed episode whose success is None has no verdict (an agent's open run without verifiers): it is
+    # counted as unverified, and left out of the success rate and mean reward rather than scored as a failure.
+    done = [r for r in finished if r["success"] is not None]
     n = len(done)
     sources: dict[str, int] = {}
     for r in done:
         if r.get("successSource"):
             sources[r["successSource"]] = sources.get(r["successSource"], 0) + 1
     out: dict = {"episodes": n, "successes": 0, "successRate": None, "successRateCi": None}
-    out.update({"meanReward": None, "meanRewardCi": None, "meanSteps": None, "errors": errors})
+    out.update({"meanReward": None, "meanRewardCi": None, "meanSteps": None, "errors": errors,
+                "unverified": len(finished) - n})
     out["successSources"] = sources
     if n == 0:
         return out
@@ -177,7 +182,7 @@ def group_scores(rows: Iterable[Mapping], group_by: str, confidence: float = 0.9
             # A rollup across tasks: also the IQM of per-task success rates (rliable), when ≥ 2 tasks.
             by_task: dict[tuple, list[float]] = defaultdict(list)
             for r in members:
-                if r["status"] == "completed":
+                if r["status"] == "completed" and r["success"] is not None:
                     by_task[(r.get("env"), r.get("taskId"))].append(1.0 if r["success"] else 0.0)
             group["tasks"] = len(by_task)
             if len(by_task) >= 2:

@@ -56,6 +56,8 @@ class Evaluation(models.Model):
     timeout_seconds = models.FloatField(null=True, blank=True)
     #: An agent run's endpoint key, Fernet-encrypted (evaluations.crypto); never in a response, log or page.
     endpoint_key = models.TextField(blank=True)
+    #: An open run's judge endpoint key, encrypted like ``endpoint_key`` (read by runs.verdicts in the worker).
+    judge_key = models.TextField(blank=True)
     #: Where the status document is POSTed (signed, Standard Webhooks) when the evaluation ends; "" for none.
     webhook_url = models.CharField(max_length=2048, blank=True)
     total_episodes = models.PositiveIntegerField(default=0)
@@ -204,7 +206,8 @@ class Episode(models.Model):
     transcript = models.FileField(upload_to="transcripts/%Y/%m/", max_length=300, blank=True)
     #: An agent rollout's summary: steps, tool calls, invalid calls, token usage and endpoint time sums, how it ended.
     agent = models.JSONField(default=dict, blank=True)
-    #: The checks that decided the outcome: ``[{"name", "passed", "score", "detail"}]`` (MiniWoB: ``page_reward``).
+    #: The checks that decided the outcome: ``[{"name", "kind", "passed", "score", "detail"}]`` (MiniWoB: ``page_reward``
+    #: of kind ``page``; the shop: its state checks, kind ``state`` with the ``check``; an open run's ``judge``).
     verifiers = models.JSONField(default=list, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(default=timezone.now)

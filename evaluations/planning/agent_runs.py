@@ -147,6 +147,9 @@ def _task_errors(req: dict, scenarios: dict, errors: list[dict]) -> list[tuple[s
         if scenarios and hit is None:
             errors.append({"path": f"task_ids[{i}]", "message": f'unknown task "{task_id}" (see GET '
                            "/agents/evaluations/tasks; a seed is given as <task>.sNNNN)"})
+        elif hit and hit[0].get("open"):  # the open-run task takes a task_definition, not a catalog id
+            errors.append({"path": f"task_ids[{i}]", "message": f'"{task_id}" is the open-run task: send its '
+                           "task_definition to POST /agents/runs/open"})
         elif hit:
             found.append((task_id, *hit))
     return found

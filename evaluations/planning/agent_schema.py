@@ -48,7 +48,7 @@ class EndpointSerializer(serializers.Serializer):
     use_openai_chat = StrictBooleanField(required=False, allow_null=True, default=None, help_text=(
         "true (default): chat completions at `{url}/v1/chat/completions`; false: the HTTP agent protocol."))
     minimal_observation = StrictBooleanField(required=False, allow_null=True, default=None, help_text=(
-        "false: add a 160×210 PNG screenshot to each observation; true/null: text only."))
+        "false: add a PNG screenshot to each observation (MiniWoB 160×210, shop 400×300); true/null: text only."))
     additional_params = serializers.JSONField(required=False, allow_null=True, default=None, help_text=(
         "A JSON object merged into every chat request (e.g. `temperature`); at most 16 KB."))
 

@@ -150,6 +150,14 @@ def _miniwob_scenarios() -> list[dict]:
     ]
 
 
+def _shop_scenarios() -> list[dict]:
+    from .shop import scenarios
+
+    # Success is all of the task's state checks passing (info["is_success"]); ``shop.open`` is the open-run task
+    # (``open`` marks it: listed by no catalog, run only through POST /agents/runs/open).
+    return scenarios()
+
+
 PREBUILT: tuple[PrebuiltImage, ...] = (
     PrebuiltImage(
         name="classic-control",
@@ -196,6 +204,15 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         description="MiniWoB++ web tasks in headless Chromium, acted on with tool calls (click, type_text, "
         "press_key, wait, finish); for agents served at an endpoint (the /agents API) and rlmesh models alike.",
         scenarios=_miniwob_scenarios(),
+    ),
+    PrebuiltImage(
+        name="shop",
+        kind="env",
+        source="python://evaluations.prebuilt.shop:Shop",
+        description="An offline web shop (search, product pages, cart, checkout, orders, wish list, account) with "
+        "50 user profiles, in headless Chromium with MiniWoB's tools; 120 tasks with state verifiers, and open "
+        "runs (a free-text task_definition, judged by request verifiers or a judge endpoint).",
+        scenarios=_shop_scenarios(),
     ),
     PrebuiltImage(
         name="agent-endpoint",

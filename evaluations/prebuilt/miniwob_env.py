@@ -9,67 +9,27 @@ raised before each episode starts. Tool calls map to miniwob's element actions (
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
-import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from ..agents.observation import render_elements
-from ..agents.tools import ENDPOINT_ERROR_TOOL, WAIT_MAX_MS, ToolCall, ToolCallError, parse_action
+from ..agents.tools import ENDPOINT_ERROR_TOOL, ToolCallError, parse_action
+from .browser import CHROME_FLAGS, PROFILE_PREFIX, BrowserMissing, action_config, chromium_paths, element_json, \
+    new_profile_dir, start_chrome, text_space, tool_action
 
-__all__ = ["CHROME_FLAGS", "BrowserMissing", "MiniWoBToolEnv", "chromium_paths"]
+__all__ = ["CHROME_FLAGS", "PROFILE_PREFIX", "BrowserMissing", "MiniWoBToolEnv", "chromium_paths"]
 
-#: Chromium switches (as root, closed network): no sandbox, no GPU, nothing phoning home, only loopback resolves.
-CHROME_FLAGS: tuple[str, ...] = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
-)
 TASK_HEIGHT, TASK_WIDTH = 210, 160
-_KEY_ALIASES = {"<Up>": "<ArrowUp>", "<Down>": "<ArrowDown>", "<Left>": "<ArrowLeft>", "<Right>": "<ArrowRight>",
-                "<Esc>": "<Escape>", "<Return>": "<Enter>", "<Del>": "<Delete>"}
-
-
-#: Fresh Chromium profile directories are ``$TMPDIR/miniwob-chromium-<pid>-<random>``.
-PROFILE_PREFIX = "miniwob-chromium-"
-
-
-def _sweep_profiles() -> None:
-    """Remove profile directories left by env processes that died without ``close()`` (a SIGTERMed server)."""
-    for path in Path(tempfile.gettempdir()).glob(f"{PROFILE_PREFIX}*-*"):
-        pid = path.name[len(PROFILE_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(path, ignore_errors=True)
-
-
-class BrowserMissing(RuntimeError):
-    """Chromium or its driver is not installed where expected."""
-
-
-def chromium_paths() -> tuple[str, str]:
-    """``(chromium, chromedriver)`` from ``MINIWOB_CHROME_BINARY`` / ``MINIWOB_CHROMEDRIVER`` (defaults
-    ``/usr/bin/chromium``, ``/usr/bin/chromedriver``). Raises :class:`BrowserMissing` naming the apt command."""
-    binary = os.environ.get("MINIWOB_CHROME_BINARY") or "/usr/bin/chromium"
-    driver = os.environ.get("MINIWOB_CHROMEDRIVER") or "/usr/bin/chromedriver"
-    missing = [p for p in (binary, driver) if not (os.path.isfile(p) and os.access(p, os.X_OK))]
-    if missing:
-        raise BrowserMissing(f"{', '.join(missing)} not found: install Chromium and its driver in one transaction "
-                             "with `apt-get install -y chromium chromium-driver`")
-    return binary, driver
 
 
 def _browser_class():
     """miniwob's environment with our Selenium instance (imported lazily: selenium/miniwob only where used)."""
     from miniwob.environment import MiniWoBEnvironment
     from miniwob.selenium_instance import SeleniumInstance
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.wait import WebDriverWait
@@ -79,12 +39,7 @@ def _browser_class():
         profile_dir = ""
 
         def create_driver(self):
-            binary, driver_path = chromium_paths()
-            options = webdriver.ChromeOptions()
-            options.binary_location = binary
-            for flag in (*CHROME_FLAGS, f"--user-data-dir={self.profile_dir}"):
-                options.add_argument(flag)
-            self.driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+            self.driver = start_chrome(self.profile_dir)
             self.driver.get(self.url)
             WebDriverWait(self.driver, 10).until(EC.element_to_be_clickable((By.ID, self.SYNC_SCREEN_ID)))
             self.inner_width, self.inner_height = self.driver.execute_script(
@@ -110,26 +65,6 @@ def _browser_class():
     return Browser
 
 
-def _element(el: dict) -> dict[str, Any]:
-    """A miniwob serialized element as plain JSON (the ``raw`` observation's element shape)."""
-    tag = str(el["tag"])
-    value: Any = str(el["value"])
-    if tag in ("INPUT_checkbox", "INPUT_radio"):
-        value = value == "True"
-    flags = np.asarray(el["flags"]).tolist()
-    return {
-        "ref": int(el["ref"]), "parent": int(el["parent"]), "tag": tag, "text": str(el["text"]), "value": value,
-        "id": str(el["id"]), "classes": str(el["classes"]),
-        **{k: round(float(np.asarray(el[k]).reshape(-1)[0]), 1) for k in ("left", "top", "width", "height")},
-        "focused": bool(flags[0]), "tampered": bool(flags[1]),
-    }
-
-
-def _text(max_length: int) -> gym.spaces.Text:
-    # rlmesh 0.1.0 requires min_length >= 1; an empty value still travels (with a conformance warning in info).
-    return gym.spaces.Text(min_length=1, max_length=max_length)
-
-
 class MiniWoBToolEnv(gym.Env):
     """One MiniWoB task acted on with tool calls (JSON text actions); see :mod:`evaluations.prebuilt.miniwob`."""
 
@@ -144,12 +79,12 @@ class MiniWoBToolEnv(gym.Env):
         self.page_timer_ms = page_timer_ms
         self.tools = list(tools)
         self.render_mode = "rgb_array"
-        spaces: dict[str, gym.Space] = {"goal": _text(4096), "dom": _text(1 << 20), "error": _text(4096),
-                                        "meta": _text(4096), "raw": _text(1 << 21)}
+        spaces: dict[str, gym.Space] = {"goal": text_space(4096), "dom": text_space(1 << 20), "error": text_space(4096),
+                                        "meta": text_space(4096), "raw": text_space(1 << 21)}
         if screenshot:
             spaces["screenshot"] = gym.spaces.Box(0, 255, shape=(TASK_HEIGHT, TASK_WIDTH, 3), dtype=np.uint8)
         self.observation_space = gym.spaces.Dict(spaces)
-        self.action_space = _text(1 << 22)
+        self.action_space = text_space(1 << 22)
         self._browser = None
         self._profile = ""
         self._episode, self._steps, self._goal = "", 0, ""
@@ -160,17 +95,13 @@ class MiniWoBToolEnv(gym.Env):
     def _ensure_browser(self):
         if self._browser is None or self._browser.instance.died:
             self.close()
-            _sweep_profiles()
-            self._profile = tempfile.mkdtemp(prefix=f"{PROFILE_PREFIX}{os.getpid()}-")
+            self._profile = new_profile_dir()
             self._browser = _browser_class()(self.task, self.page_timer_ms, self._profile)
         return self._browser
 
     def _miniwob_step(self, action: dict | None, keys: tuple[str, ...] = ()) -> tuple[dict, dict]:
         """Run one miniwob step (``action`` None: only observe); returns (miniwob obs, metadata)."""
-        from miniwob.action import ActionSpaceConfig, ActionTypes
-
-        config = ActionSpaceConfig(action_types=[ActionTypes.NONE, ActionTypes.CLICK_ELEMENT, ActionTypes.PRESS_KEY,
-                                                 ActionTypes.FOCUS_ELEMENT_AND_TYPE_TEXT], allowed_keys=keys)
+        config = action_config(keys)
         if action is not None:
             action = {**action, "action_type": config.action_types.index(action["action_type"])}
         obs, rewards, dones, infos = [{}], [0.0], [False], [{}]
@@ -179,7 +110,7 @@ class MiniWoBToolEnv(gym.Env):
 
     # -- observation -----------------------------------------------------------------------------------
     def _observe(self, mw_obs: dict, error: str) -> dict[str, Any]:
-        elements = [_element(el) for el in mw_obs.get("dom_elements", ())]
+        elements = [element_json(el) for el in mw_obs.get("dom_elements", ())]
         self._elements = {el["ref"]: el for el in elements}
         raw = {"utterance": str(mw_obs.get("utterance", "")),
                "fields": [[str(k), str(v)] for k, v in mw_obs.get("fields", ())], "dom_elements": elements}
@@ -229,7 +160,7 @@ class MiniWoBToolEnv(gym.Env):
                               ended=True, terminal_action=True)
             return self._last, max(raw, 0.0), True, False, info
         try:
-            action_dict, keys, result = self._to_miniwob(call)
+            action_dict, keys, result = tool_action(call, self._elements)
         except ToolCallError as exc:
             return self._after(None, error=str(exc))
         return self._after(action_dict, keys=keys, result=result)
@@ -238,31 +169,6 @@ class MiniWoBToolEnv(gym.Env):
         if not self._browser.instance.get_metadata().get("done"):
             mw_obs, _ = self._miniwob_step(None)
             self._observe(mw_obs, "")
-
-    def _to_miniwob(self, call: ToolCall) -> tuple[dict | None, tuple[str, ...], str]:
-        """The miniwob action, allowed keys and a short result text for a validated call; raises
-        :class:`ToolCallError` for an unknown ref or an unknown key."""
-        args = call.arguments
-        if call.tool == "wait":
-            ms = min(args["ms"], WAIT_MAX_MS)
-            time.sleep(ms / 1000)
-            return None, (), f"waited {ms} ms"
-        if call.tool == "press_key":
-            key = _key(args["key"])
-            return {"action_type": "PRESS_KEY", "key": 0}, (key,), f"pressed {key}"
-        ref = self._clickable_ref(args["ref"])
-        if call.tool == "click":
-            return {"action_type": "CLICK_ELEMENT", "ref": ref}, (), f"clicked [{args['ref']}]"
-        return ({"action_type": "FOCUS_ELEMENT_AND_TYPE_TEXT", "ref": ref, "text": args["text"]}, (),
-                f"typed {json.dumps(args['text'])[:80]} into [{args['ref']}]")
-
-    def _clickable_ref(self, ref: int) -> int:
-        element = self._elements.get(ref)
-        if element is None:
-            raise ToolCallError(f"no element with ref {ref} on the page")
-        if ref < 0:  # a text pseudo-element: act on the element that holds the text
-            return int(element["parent"])
-        return ref
 
     def _after(self, action: dict | None, *, keys: tuple[str, ...] = (), result: str = "", error: str = ""):
         """Execute ``action`` (None: nothing), observe, and build the step tuple."""
@@ -306,17 +212,3 @@ class MiniWoBToolEnv(gym.Env):
             shutil.rmtree(self._profile, ignore_errors=True)
             self._profile = ""
 
-
-def _key(key: str) -> str:
-    """A press_key key in miniwob's syntax (modifier prefixes ``C-``/``S-``/``A-``/``M-``, then one character or a
-    ``<Special>`` name); raises :class:`ToolCallError` for anything else."""
-    from miniwob.constants import WEBDRIVER_MODIFIER_KEYS, WEBDRIVER_SPECIAL_KEYS
-
-    prefix, rest = "", key
-    while rest[:2] in WEBDRIVER_MODIFIER_KEYS and len(rest) > 2:
-        prefix, rest = prefix + rest[:2], rest[2:]
-    rest = _KEY_ALIASES.get(rest, rest)
-    if len(rest) == 1 or rest in WEBDRIVER_SPECIAL_KEYS:
-        return prefix + rest
-    raise ToolCallError(f"press_key: unknown key {key!r} (one character, or a name such as <Enter>, <Backspace>, "
-                        "<Tab>, <ArrowDown>, <Escape>, optionally after C-, S-, A-, M-)")

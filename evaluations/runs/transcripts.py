@@ -14,7 +14,9 @@ list of typed, timed events, in the manner of Inspect AI's sample transcripts (S
 - ``tool``: the call executed (``tool``, ``arguments``), the env's ``result`` and ``error``, ``stepMs``, ``reward``.
 - ``error``: an unusable reply (``kind: invalid_call``), the endpoint staying down (``endpoint``), or the episode
   breaking (``exception``, with its traceback).
-- ``score``: how it ended: ``reward``, ``rawReward``, ``passed``, ``stopCondition``, ``verifiers``.
+- ``judge`` (open runs judged by an endpoint): the judge call's ``request``, ``reply``, ``latencyMs``, ``usage``.
+- ``score``: how it ended: ``reward``, ``rawReward``, ``passed`` (null: unverified), ``stopCondition``,
+  ``verifiers``, and ``finalState`` (the shop's whole state after the last step; null for MiniWoB).
 
 Every event has ``type``, ``step`` and ``t`` (seconds since the episode started). The file is JSON in Django's
 storage (``Episode.transcript``); ``Episode.agent`` holds the summary (steps, tool calls, token usage and endpoint
@@ -41,6 +43,7 @@ from ..choices import EpisodeStatus, StopCondition
 from ..crypto import SecretUnreadable, decrypt
 from ..domain.text import nul_free
 from ..runtime.base import RuntimeBackendError
+from .verdicts import decide, env_verifiers
 
 __all__ = ["BRIDGE_SOURCE", "KEY_ENV", "TranscriptRecorder", "is_agent_workload", "model_secrets"]
 
@@ -200,9 +203,16 @@ class TranscriptRecorder:
         ending = self._ending(fields)
         raw = float(self.last_info.get("raw_reward") or 0.0)
         ended = ending in ("finish", "page") or bool(self.last_info.get("timed_out"))
-        verifiers = [{"name": "page_reward", "passed": ended and raw == 1.0, "score": raw,
-                      "detail": "the page's own reward check (core.endEpisode): 1 pass, -1 fail, partial between"
-                      if ended else "the page never ended the episode"}]
+        verifiers = env_verifiers(self.last_info)  # the env's own checks (the shop), else MiniWoB's page reward
+        judge = None
+        if verifiers is None:
+            verifiers = [{"name": "page_reward", "kind": "page", "passed": ended and raw == 1.0, "score": raw,
+                          "detail": "the page's own reward check (core.endEpisode): 1 pass, -1 fail, partial between"
+                          if ended else "the page never ended the episode"}]
+        else:
+            goal = next((e.get("goal") or "" for e in self.events if e["type"] == "reset"), "")
+            fields, verifiers, judge = decide(fields, self.last_info, verifiers, evaluation=self.workload.evaluation,
+                                              task=goal, events=self.events)
         fields = dict(fields)
         if self.endpoint_error:
             fields.update(status=EpisodeStatus.ERROR, stop_condition=StopCondition.ERROR, success=None,
@@ -214,8 +224,11 @@ class TranscriptRecorder:
                    "endpointError": self.endpoint_error, "events": len(self.events)}
         for k in ("endpointMs", "bridgeMs", "predictMs", "envMs"):
             summary[k] = round(summary[k], 3)
-        self._event("score", steps, reward=fields.get("reward"), rawReward=raw, passed=bool(fields.get("success")),
-                    stopCondition=fields.get("stop_condition"), ending=ending, verifiers=verifiers)
+        if judge is not None:
+            self._event("judge", steps, **judge)
+        self._event("score", steps, reward=fields.get("reward"), rawReward=raw, passed=fields.get("success"),
+                    stopCondition=fields.get("stop_condition"), ending=ending, verifiers=verifiers,
+                    finalState=self.last_info.get("shop_state"))
         fields.update(agent=summary, verifiers=verifiers, transcript=self._save(fields, summary))
         return fields
 

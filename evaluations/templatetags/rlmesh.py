@@ -33,3 +33,11 @@ def pvalue(p: float | None) -> str:
     if p is None:
         return "—"
     return "< 0.0001" if p < 0.0001 else f"{p:.4f}"
+
+
+@register.filter
+def checks_passed(verifiers) -> str:
+    """``"2/3 checks"`` for an agent rollout's verifiers (``""`` without any)."""
+    if not verifiers:
+        return ""
+    return f"{sum(1 for v in verifiers if v.get('passed') is True)}/{len(verifiers)} checks"

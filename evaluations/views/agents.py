@@ -55,7 +55,7 @@ def _steps(events: list[dict]) -> list[dict]:
         kind = event.get("type")
         if kind == "error":
             step["errors"].append(event)
-        elif kind in ("observation", "model", "tool", "score", "reset"):
+        elif kind in ("observation", "model", "tool", "score", "reset", "judge"):
             step[kind] = event
     for step in steps.values():
         model = step.get("model") or {}
@@ -73,8 +73,10 @@ def episode_transcript(request: HttpRequest, public_id: str, episode_id: int) ->
     """A rollout's transcript, step by step."""
     evaluation = org_evaluation(request, public_id, Evaluation.objects.all())
     episode, document = _transcript(evaluation, episode_id)
+    events = document.get("events") or []
+    score = next((e for e in reversed(events) if e.get("type") == "score"), {})
     context = {"evaluation": evaluation, "episode": episode, "document": document, "summary": document.get("summary")
-               or {}, "steps": _steps(document.get("events") or []),
+               or {}, "steps": _steps(events), "final_state": score.get("finalState"),
                "rollout_id": rollout_id(evaluation.run_id, episode.workload.index, episode.index)}
     return render(request, "evaluations/episode_transcript.html", context)
 

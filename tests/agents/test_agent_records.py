@@ -84,7 +84,7 @@ def test_the_recorder_writes_typed_ordered_events_and_sums_usage(tenant_a, setti
                 predict_ms=5.0, step_ms=2.0)
     fields = rec.finish({"status": EpisodeStatus.COMPLETED, "reward": 1.0, "success": True, "terminated": True,
                          "stop_condition": StopCondition.TERMINATED, "seed": 0})
-    assert fields["verifiers"][0] == {"name": "page_reward", "passed": True, "score": 1.0,
+    assert fields["verifiers"][0] == {"name": "page_reward", "kind": "page", "passed": True, "score": 1.0,
                                       "detail": fields["verifiers"][0]["detail"]}
     summary = fields["agent"]
     assert (summary["steps"], summary["toolCalls"], summary["invalidCalls"], summary["ending"]) == (2, 1, 1, "page")

@@ -55,7 +55,7 @@ def test_the_reference_agent_passes_through_the_engine_with_transcripts(tenant_a
         assert (r["task_passed"], r["task_outcome"], r["stop_condition"], r["is_completed"]) == \
             (True, "pass", "terminal_action", True), r
         assert r["reward"] == 1.0 and r["usage"]["total_tokens"] > 0 and r["endpoint_ms"] > 0
-        assert r["verifiers"] == [{"name": "page_reward", "passed": True, "score": 1.0, "detail": pytest.approx(
+        assert r["verifiers"] == [{"name": "page_reward", "kind": "page", "passed": True, "score": 1.0, "detail": pytest.approx(
             r["verifiers"][0]["detail"])}]
     assert doc["usage"]["total_tokens"] == sum(r["usage"]["total_tokens"] for r in results)
     episode = evaluation.episodes.get(workload__index=1)

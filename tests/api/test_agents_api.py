@@ -222,10 +222,12 @@ def test_viewers_cannot_submit_and_strangers_are_401(tenant_a, client):
     assert r.status_code == 401 and error_of(r)["code"] == "unauthenticated"
 
 
-def test_open_runs_say_they_are_not_available_yet(api):
+def test_open_runs_on_an_env_without_open_tasks_are_refused_on_env_id(api):
     r = post(api, {"env_id": "miniwob", "task_definition": "Browse headphones.", "max_steps": 20, "profile_id": "U_001",
                    "rollouts": 1, "endpoint": {"url": "https://your-agent.example.com"}}, path="/agents/runs/open")
-    assert r.status_code == 501 and error_of(r)["code"] == "not_implemented"
+    assert r.status_code == 400
+    assert [d["path"] for d in error_of(r)["details"]] == ["env_id"]
+    assert "takes no open tasks" in error_of(r)["details"][0]["message"]
 
 
 def test_unknown_paths_are_a_json_404(api):

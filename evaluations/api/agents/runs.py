@@ -1,4 +1,5 @@
-"""``/agents/evaluations/run``: submit a run, read its status, cancel it, and read one rollout's transcript."""
+"""``/agents/evaluations/run``: submit a run, read its status, cancel it, and read one rollout's transcript;
+``/agents/runs/open``: submit an open run (a free-text task)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from ...agent_reports import STATUS_WORDS, find_rollout, status_document
 from ...choices import cancel_refusal, may_cancel
 from ...models import ApiKey
 from ...planning import parse_request_body
-from ...planning.agent_runs import plan_agent_run, redacted_request
+from ...planning.agent_runs import plan_agent_run
 from ...planning.agent_schema import AgentRunRequestSerializer
+from ...planning.open_runs import OpenRunRequestSerializer, plan_open_run
 from ...runs.lifecycle import CancelRefused, cancel_evaluation, create_evaluation
 from ..exceptions import error_response
 from ..parsers import check_size
@@ -34,6 +36,19 @@ def status_url(run_id) -> str:
     return f"/evaluations/run/{run_id}/status"
 
 
+def _created(request, organization, plan) -> Response:
+    """Write the planned run and answer 201 with where to poll it."""
+    raw = json.dumps(plan.data, ensure_ascii=False, indent=2)  # the plan's stored request: keys already ***
+    evaluation = create_evaluation(plan=plan, raw_body=raw, organization=organization, creator=request.user,
+                                   api_key=request.auth if isinstance(request.auth, ApiKey) else None)
+    body = {"run_id": evaluation.run_id, "status": STATUS_WORDS[evaluation.status],
+            "status_url": status_url(evaluation.run_id), "message": MESSAGE,
+            "evaluation_id": evaluation.public_id, "warnings": plan.warnings,
+            "dashboard_url": f"{settings.PUBLIC_URL}{evaluation.get_absolute_url()}"}
+    return Response(RunCreatedSerializer(body).data, status=status.HTTP_201_CREATED,
+                    headers={"Location": f"{settings.PUBLIC_URL}/agents{status_url(evaluation.run_id)}"})
+
+
 class RunCreateView(AgentView):
     @extend_schema(request=AgentRunRequestSerializer,
                    responses={201: RunCreatedSerializer, **errors(400, 401, 403, 413)},
@@ -42,15 +57,7 @@ class RunCreateView(AgentView):
         check_size(request)
         data = parse_request_body(request._request.body)
         plan = plan_agent_run(data, organization=self.organization)
-        raw = json.dumps(redacted_request(data), ensure_ascii=False, indent=2)  # never the key, even "as received"
-        evaluation = create_evaluation(plan=plan, raw_body=raw, organization=self.organization, creator=request.user,
-                                       api_key=request.auth if isinstance(request.auth, ApiKey) else None)
-        body = {"run_id": evaluation.run_id, "status": STATUS_WORDS[evaluation.status],
-                "status_url": status_url(evaluation.run_id), "message": MESSAGE,
-                "evaluation_id": evaluation.public_id, "warnings": plan.warnings,
-                "dashboard_url": f"{settings.PUBLIC_URL}{evaluation.get_absolute_url()}"}
-        return Response(RunCreatedSerializer(body).data, status=status.HTTP_201_CREATED,
-                        headers={"Location": f"{settings.PUBLIC_URL}/agents{status_url(evaluation.run_id)}"})
+        return _created(request, self.organization, plan)
 
 
 class RunStatusView(AgentView):
@@ -90,11 +97,11 @@ class TranscriptView(AgentView):
 
 
 class OpenRunView(AgentView):
-    @extend_schema(request=None, responses={**errors(400, 401, 501)}, operation_id="agents_runs_open",
-                   summary="Open runs (a free-form task_definition): not available yet")
+    @extend_schema(request=OpenRunRequestSerializer,
+                   responses={201: RunCreatedSerializer, **errors(400, 401, 403, 413)}, operation_id="agents_runs_open",
+                   summary="Start an open run: the agent on a free-text task, judged by verifiers, a judge or none")
     def post(self, request):
-        # No environment here can verify a free-form task (spec/AGENTS.md §3): that needs an env with state checks
-        # (the web shop with user profiles, planned) or a judge. Say so instead of a bare 404.
-        return error_response(501, "not_implemented", "open runs (task_definition, profile_id) need an environment "
-                              "that verifies free-form tasks; none is installed yet. Use POST /evaluations/run with "
-                              "task ids from GET /evaluations/tasks.")
+        check_size(request)
+        data = parse_request_body(request._request.body)
+        plan = plan_open_run(data, organization=self.organization)
+        return _created(request, self.organization, plan)

@@ -23,14 +23,18 @@ class AgentTokenUsageSerializer(serializers.Serializer):
 
 class AgentVerifierSerializer(serializers.Serializer):
     name = serializers.CharField()
-    passed = serializers.BooleanField()
+    kind = serializers.ChoiceField(choices=["page", "state", "judge"], required=False, help_text=(
+        "page: the page's own check (MiniWoB); state: a state check (shop.state.v1, shown in `check`); judge: "
+        "the run's judge endpoint"))
+    passed = serializers.BooleanField(allow_null=True, help_text="null: not decided (the judge could not be asked)")
     score = serializers.FloatField(allow_null=True)
-    detail = serializers.CharField(allow_blank=True)
+    detail = serializers.CharField(allow_blank=True, help_text="the message naming what the check saw")
+    check = serializers.DictField(required=False, help_text="state checks: the check as written")
 
 
 #: The seed-004 words (the /v1 episodes use ``choices.StopCondition``; both named in ENUM_NAME_OVERRIDES).
 AGENT_STOP_CONDITIONS = ("terminal_action", "max_steps", "timeout", "error", "cancelled")
-AGENT_OUTCOMES = ("pass", "fail", "error", "timeout")
+AGENT_OUTCOMES = ("pass", "fail", "error", "timeout", "unverified")
 
 
 class AgentResultSerializer(serializers.Serializer):
@@ -38,8 +42,10 @@ class AgentResultSerializer(serializers.Serializer):
     rollout_id = serializers.CharField(help_text="<run_id>_<example_id>_<rollout>")
     episode_id = serializers.CharField()
     task = serializers.CharField()
-    reward = serializers.FloatField(help_text="the page's raw reward, -1 clamped to 0")
-    task_passed = serializers.BooleanField()
+    reward = serializers.FloatField(allow_null=True, help_text=(
+        "MiniWoB: the page's raw reward, -1 clamped to 0; shop: the fraction of verifiers passed; null when "
+        "unverified"))
+    task_passed = serializers.BooleanField(allow_null=True, help_text="null when unverified (never a guessed pass)")
     task_outcome = serializers.ChoiceField(choices=AGENT_OUTCOMES)
     is_completed = serializers.BooleanField(help_text="the environment ended the episode")
     is_truncated = serializers.BooleanField(help_text="the step cap ended it")
@@ -61,6 +67,7 @@ class AgentEvaluationResultsSerializer(serializers.Serializer):
 class AgentUsageTotalsSerializer(AgentTokenUsageSerializer):
     rollouts = serializers.IntegerField()
     passed = serializers.IntegerField()
+    unverified = serializers.IntegerField(help_text="rollouts without a verdict (open runs with no verifiers or judge)")
     steps = serializers.IntegerField()
     endpoint_ms = serializers.FloatField()
     endpoint_ms_per_step = serializers.FloatField(allow_null=True)
@@ -123,10 +130,21 @@ class RunCreatedSerializer(serializers.Serializer):
 class AgentTaskSerializer(serializers.Serializer):
     task_id = serializers.CharField()
     name = serializers.CharField()
-    goal = serializers.CharField(help_text="an example of the goal text the page generates")
+    goal = serializers.CharField(help_text="the goal sentence (MiniWoB: an example of what the page generates)")
     description = serializers.CharField()
     max_steps = serializers.IntegerField(allow_null=True)
     tools = serializers.ListField(child=serializers.CharField())
+    profile_id = serializers.CharField(allow_null=True, help_text="extension: the user signed in (shop tasks)")
+    verifiers = serializers.ListField(child=serializers.DictField(), allow_null=True, help_text=(
+        "extension: the task's state checks (shop tasks; vocabulary shop.state.v1), null where the env checks "
+        "itself (MiniWoB's page reward)"))
+
+
+class AgentOpenRunsSerializer(serializers.Serializer):
+    profiles = serializers.ListField(child=serializers.CharField(), help_text="valid profile_id values")
+    default_profile = serializers.CharField(allow_null=True)
+    verifier_vocabulary = serializers.CharField(allow_null=True, help_text="the language of request verifiers")
+    default_max_steps = serializers.IntegerField(allow_null=True)
 
 
 class AgentEnvironmentSerializer(serializers.Serializer):
@@ -134,6 +152,7 @@ class AgentEnvironmentSerializer(serializers.Serializer):
     reference = serializers.CharField()
     description = serializers.CharField()
     tasks = AgentTaskSerializer(many=True)
+    open_runs = AgentOpenRunsSerializer(allow_null=True, help_text="extension: POST /agents/runs/open on this env")
 
 
 class TaskCatalogSerializer(serializers.Serializer):

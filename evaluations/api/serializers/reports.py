@@ -36,6 +36,8 @@ class ScoreGroupSerializer(serializers.Serializer):
     meanRewardCi = _interval(allow_null=True, help_text="95% Student-t interval; null under two episodes")  # noqa: N815
     meanSteps = serializers.FloatField(allow_null=True)  # noqa: N815
     errors = serializers.IntegerField(help_text="errored episodes")
+    unverified = serializers.IntegerField(help_text="completed episodes without a verdict (agent open runs with no "
+                                                    "verifiers or judge): outside every rate and mean")
     successSources = serializers.DictField(child=serializers.IntegerField(),  # noqa: N815
                                            help_text="verdicts per success source (env, criterion, terminated)")
     tasks = serializers.IntegerField(required=False, help_text="rollups across tasks only: how many tasks completed episodes")
