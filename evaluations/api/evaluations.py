@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
-from django.db.models import Q
 
 from ..choices import cancel_refusal, may_cancel
 from ..domain.scoring import GROUP_FIELDS
@@ -22,7 +20,7 @@ from ..runs.lifecycle import CancelRefused, cancel_evaluation, create_evaluation
 from ..selectors import evaluation_detail_queryset
 from .base import OrgScopedView
 from .exceptions import error_response
-from .pagination import decode_cursor, encode_cursor, page_limit, take_page
+from .pagination import newest_first_page, page_limit
 from .serializers import (
     EvaluationDetailSerializer,
     EvaluationPageSerializer,
@@ -82,16 +80,10 @@ class EvaluationListView(OrgScopedView):
         )
         if not filterset.is_valid():
             raise ValidationError({k: list(v) for k, v in filterset.errors.items()})
-        qs = filterset.qs.order_by("-created_at", "-id")
-        cursor = request.query_params.get("cursor")
-        if cursor:
-            created_at, pk = decode_cursor(cursor, datetime, int)
-            qs = qs.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
-        page, more = take_page(qs, limit)
-        last = page[-1] if page else None
+        page, next_cursor = newest_first_page(filterset.qs, request, limit)
         return Response({
             "items": EvaluationSerializer(page, many=True).data,
-            "nextCursor": encode_cursor(last.created_at.isoformat(), last.pk) if more else None,
+            "nextCursor": next_cursor,
         })
 
     @extend_schema(request=EvaluationRequestSerializer, responses={201: EvaluationSerializer, **errors(400, 401, 403, 413, 415)}, summary="Submit an evaluation")

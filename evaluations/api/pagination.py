@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import datetime
 
+from django.db.models import Q
 from django.utils.dateparse import parse_datetime
 from rest_framework.exceptions import ValidationError
 
-__all__ = ["decode_cursor", "encode_cursor", "page_limit", "take_page"]
+__all__ = ["decode_cursor", "encode_cursor", "newest_first_page", "page_limit", "take_page"]
 
 _INVALID = "invalid cursor; pass the nextCursor of the previous page"
 
@@ -23,8 +25,6 @@ def encode_cursor(*key) -> str:
 def decode_cursor(cursor: str, *types: type) -> list:
     """The sort key a cursor holds, each value checked against ``types`` (``datetime`` values are parsed from ISO
     8601); ValidationError on ``cursor`` otherwise."""
-    from datetime import datetime
-
     try:
         values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         if not isinstance(values, list) or len(values) != len(types):
@@ -54,3 +54,17 @@ def take_page(queryset, limit: int) -> tuple[list, bool]:
     """The first ``limit`` rows of ``queryset`` and whether more follow (one query)."""
     page = list(queryset[: limit + 1])
     return page[:limit], len(page) > limit
+
+
+def newest_first_page(queryset, request, limit: int) -> tuple[list, str | None]:
+    """One page of ``queryset`` ordered by ``(-created_at, -id)`` after ``?cursor=`` (keyset paging: stable while
+    rows are added); returns ``(rows, next_cursor)``, ``next_cursor`` None on the last page. 400 on ``cursor`` if it
+    does not decode."""
+    queryset = queryset.order_by("-created_at", "-id")
+    cursor = request.query_params.get("cursor")
+    if cursor:
+        created_at, pk = decode_cursor(cursor, datetime, int)
+        queryset = queryset.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
+    page, more = take_page(queryset, limit)
+    last = page[-1] if page else None
+    return page, (encode_cursor(last.created_at.isoformat(), last.pk) if more else None)

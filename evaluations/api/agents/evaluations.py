@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 
-from django.db.models import Q
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -13,7 +11,7 @@ from rest_framework.response import Response
 from ...agent_reports import STATUS_WORDS, agent_evaluations, env_id_of, status_document
 from ...planning.agent_runs import agent_env_reference
 from ...services.catalog import ReferenceError_, parse_reference
-from ..pagination import decode_cursor, encode_cursor, page_limit, take_page
+from ..pagination import newest_first_page, page_limit
 from .base import AgentView
 from .runs import status_url
 from .serializers import AgentEvaluationListSerializer, StatusDocumentSerializer
@@ -60,15 +58,9 @@ class AgentEvaluationListView(AgentView):
                 raise ValidationError({"environment_id": [str(exc)]}) from None
             qs = qs.filter(workloads__env_version__repository__namespace=ref.namespace,
                            workloads__env_version__repository__name=ref.repository)
-        qs = qs.order_by("-created_at", "-id")
-        cursor = request.query_params.get("cursor")
-        if cursor:
-            created_at, pk = decode_cursor(cursor, datetime, int)
-            qs = qs.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
-        page, more = take_page(qs, limit)
-        last = page[-1] if page else None
+        page, next_cursor = newest_first_page(qs, request, limit)
         body = {"items": [summary(e) for e in page],
-                "next_cursor": encode_cursor(last.created_at.isoformat(), last.pk) if more else None}
+                "next_cursor": next_cursor}
         return Response(AgentEvaluationListSerializer(body).data)
 
 
