@@ -178,15 +178,9 @@ def main() -> None:
     parser.add_argument("--submitters", type=int, default=50)
     parser.add_argument("--pollers", type=int, default=200)
     args = parser.parse_args()
-    from tests.support.live import LivePlatform
-    from tests.support.services import PostgresServer, RedisServer
+    from tests.support.services import scaled_platform
 
-    pg = PostgresServer().start()
-    redis = RedisServer(Path(tempfile.mkdtemp(prefix="rlm-load-redis-"))).start()
-    live = LivePlatform(Path(tempfile.mkdtemp(prefix="rlm-load-")), DATABASE_URL=pg.url, CELERY_BROKER_URL=redis.url)
-    try:
-        live.manage("migrate", "-v0")
-        live.api_key = json.loads(live.manage("seed_demo"))["apiKey"]
+    with scaled_platform(Path(tempfile.mkdtemp(prefix="rlm-load-")), web=False) as live:
         seeded = subprocess.run([sys.executable, "-c", SEED_SCRIPT, str(args.evaluations), str(args.episodes_per),
                                  json.dumps(REQUEST)], cwd=ROOT, env=live.env, capture_output=True, text=True, check=True)
         info = json.loads(seeded.stdout.strip().splitlines()[-1])
@@ -196,10 +190,6 @@ def main() -> None:
         live.start_web()
         unloaded(live, info["ids"])
         loaded(live, str(ids_file), args)
-    finally:
-        live.stop()
-        redis.stop()
-        pg.stop()
 
 
 if __name__ == "__main__":

@@ -101,9 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     from tests.support.live import LivePlatform
 
-    live = LivePlatform(Path(tempfile.mkdtemp(prefix="rlm-bench-")))
-    live.manage("migrate", "-v0")
-    live.api_key = json.loads(live.manage("seed_demo"))["apiKey"]
+    live = LivePlatform(Path(tempfile.mkdtemp(prefix="rlm-bench-"))).prepare()
     live.start_web()
     live.start_worker(concurrency=args.concurrency)
     try:
@@ -111,21 +109,10 @@ def main() -> None:
     finally:
         live.stop()
     if args.postgres:
-        from tests.support.services import PostgresServer, RedisServer
+        from tests.support.services import scaled_platform
 
-        pg = PostgresServer().start()
-        redis = RedisServer(Path(tempfile.mkdtemp(prefix="rlm-bench-redis-"))).start()
-        live = LivePlatform(Path(tempfile.mkdtemp(prefix="rlm-bench-")), DATABASE_URL=pg.url, CELERY_BROKER_URL=redis.url)
-        try:
-            live.manage("migrate", "-v0")
-            live.api_key = json.loads(live.manage("seed_demo"))["apiKey"]
-            live.start_web()
-            live.start_worker(concurrency=args.concurrency)
+        with scaled_platform(Path(tempfile.mkdtemp(prefix="rlm-bench-")), [None], concurrency=args.concurrency) as live:
             run(live, "postgres + redis", args.episodes)
-        finally:
-            live.stop()
-            redis.stop()
-            pg.stop()
 
 
 if __name__ == "__main__":

@@ -97,31 +97,13 @@ def live(tmp_path_factory):
 def live_pg(tmp_path_factory):
     """The same platform as deployed at scale: PostgreSQL and Redis (started here on private ports), gunicorn, three
     Celery workers standing for three hosts (``host-a``…``host-c``) and one beat."""
-    from tests.support.live import LivePlatform
-    from tests.support.services import PostgresServer, RedisServer, services_available
+    from tests.support.services import scaled_platform, services_available
 
     problem = services_available()
     if problem:
         pytest.fail(problem)
-    root = tmp_path_factory.mktemp("live-pg")
-    postgres = PostgresServer().start()
-    redis = RedisServer(root / "redis").start()
-    platform = LivePlatform(root / "var", DATABASE_URL=postgres.url, CELERY_BROKER_URL=redis.url)
-    platform.postgres, platform.redis = postgres, redis
-    try:
-        platform.manage("migrate", "-v0")
-        import json
-
-        platform.api_key = json.loads(platform.manage("seed_demo"))["apiKey"]
-        platform.start_web()
-        for host in ("host-a", "host-b", "host-c"):
-            platform.start_worker(hostname=host)
-        platform.start_beat()
+    with scaled_platform(tmp_path_factory.mktemp("live-pg"), ("host-a", "host-b", "host-c"), beat=True) as platform:
         yield platform
-    finally:
-        platform.stop()
-        redis.stop()
-        postgres.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

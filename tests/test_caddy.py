@@ -4,7 +4,6 @@ API client reads /v1 through it. Skipped only where the caddy binary is missing 
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import shutil
@@ -46,8 +45,7 @@ def proxied(tmp_path_factory):
         var, RLMESH_ENV="production", SECRET_KEY=secrets.token_urlsafe(50), API_KEY_PEPPER=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="localhost", PUBLIC_URL=public_url, RLMESH_BEHIND_PROXY="true",
     )
-    platform.manage("migrate", "-v0")
-    platform.api_key = json.loads(platform.manage("seed_demo"))["apiKey"]
+    platform.prepare()
     platform.start_web()
     config = var / "Caddyfile"
     config.write_text(GLOBAL.format(http_port=free_port(), https_port=https_port, data=var / "caddy-data",

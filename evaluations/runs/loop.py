@@ -105,7 +105,10 @@ def run_shard(shard_id: int) -> str | None:
         finalize_evaluation(evaluation.pk)
         return ShardStatus.CANCELLED
     todo, done = _remaining(shard)
-    attempt = f" (attempt {shard.attempts}, {done} episodes already recorded)" if shard.attempts > 1 else ""
+    # A re-run says so: attempts count claims since the shard last made progress, ``done`` what earlier runs kept.
+    resumed = [f"attempt {shard.attempts}"] if shard.attempts > 1 else []
+    resumed += [f"resumed: {done} episodes already recorded"] if done else []
+    attempt = f" ({', '.join(resumed)})" if resumed else ""
     log(evaluation, f"shard {shard.index} of {shard.workload.model_ref} × {shard.workload.task_id}: episodes "
         f"[{shard.start}, {shard.stop}) started on {shard.claimed_by}{attempt}", shard=shard)
     runner = ShardRunner(shard)

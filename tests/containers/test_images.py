@@ -32,8 +32,7 @@ def platform(tmp_path_factory):
     sh("bash", "containers/build-images.sh", timeout=600)
     var = tmp_path_factory.mktemp("containers")
     p = LivePlatform(var, RLMESH_REGISTRY_HOST=REGISTRY, DOCKER_HOST=f"unix://{var}/podman.sock", RLMESH_SHARD_HEARTBEAT_TIMEOUT="300")
-    p.manage("migrate", "-v0")
-    p.api_key = json.loads(p.manage("seed_demo"))["apiKey"]
+    p.prepare()
     p.other_key = json.loads(p.manage("seed_demo", "--org", "other", "--username", "olga"))["apiKey"]
     p.start_web()
     env = {**os.environ, **p.env}

@@ -14,8 +14,8 @@ import urllib.request
 
 import pytest
 
-from tests.support.live import LivePlatform, wait_for
-from tests.support.services import PostgresServer, RedisServer, services_available
+from tests.support.live import wait_for
+from tests.support.services import scaled_platform, services_available
 
 pytestmark = pytest.mark.live
 HOSTS = ("host-a", "host-b", "host-c")
@@ -26,23 +26,8 @@ def cluster(tmp_path_factory):
     problem = services_available()
     if problem:
         pytest.fail(problem)
-    root = tmp_path_factory.mktemp("faults")
-    postgres = PostgresServer().start()
-    redis = RedisServer(root / "redis").start()
-    platform = LivePlatform(root / "var", DATABASE_URL=postgres.url, CELERY_BROKER_URL=redis.url)
-    platform.postgres, platform.redis = postgres, redis
-    try:
-        platform.manage("migrate", "-v0")
-        platform.api_key = json.loads(platform.manage("seed_demo"))["apiKey"]
-        platform.start_web()
-        for host in HOSTS:
-            platform.start_worker(hostname=host)
-        platform.start_beat()
+    with scaled_platform(tmp_path_factory.mktemp("faults"), HOSTS, beat=True) as platform:
         yield platform
-    finally:
-        platform.stop()
-        redis.stop()
-        postgres.stop()
 
 
 def _post(platform, path: str, body: dict) -> dict:
@@ -69,20 +54,10 @@ def _final(platform, eval_id: str, timeout: float = 600) -> dict:
                     and e, timeout=timeout, interval=1)
 
 
-def _episodes(platform, eval_id: str) -> list[dict]:
-    items, cursor = [], None
-    while True:
-        page = platform.api(f"/v1/evaluations/{eval_id}/episodes?limit=1000" + (f"&cursor={cursor}" if cursor else ""))
-        items += page["items"]
-        cursor = page["nextCursor"]
-        if not cursor:
-            return items
-
-
 def _assert_exactly(platform, eval_id: str, n: int) -> dict:
     final = _final(platform, eval_id)
     assert final["status"] == "completed", final
-    episodes = _episodes(platform, eval_id)
+    episodes = platform.episodes(eval_id)
     assert sorted(e["index"] for e in episodes) == list(range(n))  # each once: none lost, none duplicated
     assert all(e["status"] == "completed" and e["success"] for e in episodes)
     return final

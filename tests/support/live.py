@@ -165,6 +165,16 @@ class LivePlatform:
         req = urllib.request.Request(f"{self.url}{path}", headers={"Authorization": f"Bearer {self.api_key}"})
         return json.load(urllib.request.urlopen(req, timeout=30))
 
+    def episodes(self, eval_id: str) -> list[dict]:
+        """Every episode record of an evaluation, following ``nextCursor`` through the pages."""
+        items, cursor = [], None
+        while True:
+            page = self.api(f"/v1/evaluations/{eval_id}/episodes?limit=1000" + (f"&cursor={cursor}" if cursor else ""))
+            items += page["items"]
+            cursor = page["nextCursor"]
+            if not cursor:
+                return items
+
     def cli(self, *args: str, stdin: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
         env = {**self.env, "RLMESH_API_KEY": self.api_key, "RLMESH_PLATFORM_URL": self.url,
                "RLMESH_CONFIG_DIR": str(self.var / "cli-config"), "RLMESH_DATA_DIR": str(self.var / "cli-data")}
@@ -183,10 +193,15 @@ class LivePlatform:
                     pass
 
 
-    def start(self) -> LivePlatform:
-        """Migrate, seed a demo org and API key, start the web server and one worker."""
+    def prepare(self) -> LivePlatform:
+        """Migrate and seed a demo org and its API key (``self.api_key``)."""
         self.manage("migrate", "-v0")
         self.api_key = json.loads(self.manage("seed_demo"))["apiKey"]
+        return self
+
+    def start(self) -> LivePlatform:
+        """Migrate, seed a demo org and API key, start the web server and one worker."""
+        self.prepare()
         self.start_web()
         self.start_worker()
         return self

@@ -10,11 +10,13 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
-from tests.support.live import free_port
+from tests.support.live import LivePlatform, free_port
 
-__all__ = ["PostgresServer", "RedisServer", "services_available"]
+__all__ = ["PostgresServer", "RedisServer", "scaled_platform", "services_available"]
 
 
 def _pg_bin() -> Path | None:
@@ -108,3 +110,33 @@ class RedisServer:
         self.stop()
         time.sleep(down_seconds)
         self.start()
+
+
+@contextmanager
+def scaled_platform(root: Path, hosts: Sequence[str | None] = (), *, beat: bool = False, web: bool = True,
+                    concurrency: int | None = None) -> Iterator[LivePlatform]:
+    """The platform as deployed at scale, under ``root``: PostgreSQL and Redis started here on private ports
+    (``platform.postgres``, ``platform.redis``), migrated and seeded (``platform.api_key``), gunicorn unless
+    ``web=False``, one Celery worker per entry of ``hosts`` (a name stands for a separate host, ``None`` for this one)
+    and the beat if ``beat``. Everything is stopped on exit."""
+    postgres = PostgresServer().start()
+    redis = None
+    platform = None
+    try:
+        redis = RedisServer(root / "redis").start()
+        platform = LivePlatform(root / "var", DATABASE_URL=postgres.url, CELERY_BROKER_URL=redis.url)
+        platform.postgres, platform.redis = postgres, redis
+        platform.prepare()
+        if web:
+            platform.start_web()
+        for host in hosts:
+            platform.start_worker(hostname=host, concurrency=concurrency)
+        if beat:
+            platform.start_beat()
+        yield platform
+    finally:
+        if platform is not None:
+            platform.stop()
+        if redis is not None:
+            redis.stop()
+        postgres.stop()
