@@ -124,35 +124,35 @@ GROUP_FIELDS: dict[str, tuple[str, ...]] = {
 def summarize(rows: Sequence[Mapping], confidence: float = 0.95) -> dict:
     """Score one group of episode rows.
 
-    Each row has ``status`` (``"completed"`` or ``"error"``), ``success`` (bool), ``reward`` (float),
-    ``steps`` (int) and optionally ``successSource``. Returns ``episodes`` (completed ones), ``successes``,
-    ``successRate`` and its Wilson ``successRateCi``, ``meanReward`` and its t-interval ``meanRewardCi``,
-    ``meanSteps``, ``errors`` and ``successSources`` (verdict counts per source); rates and means are
-    None (and intervals None) when no episode completed.
+    Each row has ``status`` (``"completed"`` or ``"error"``), ``success`` (bool, or None when nothing defined success
+    for the episode), ``reward`` (float), ``steps`` (int) and optionally ``successSource``. Returns ``episodes``
+    (completed ones), ``successes``, ``successUndefined`` (completed episodes without a verdict), ``successRate`` over
+    the judged episodes and its Wilson ``successRateCi``, ``meanReward`` over every completed episode and its
+    t-interval ``meanRewardCi``, ``meanSteps``, ``errors`` and ``successSources`` (verdict counts per source). Rates
+    and means are None (intervals None) when no episode completed; the success rate and its interval are None
+    ("success undefined") when no completed episode has a verdict, while returns are still scored.
     """
     done = [r for r in rows if r["status"] == "completed"]
     errors = len(rows) - len(done)
     n = len(done)
+    judged = [r for r in done if r["success"] is not None]
     sources: dict[str, int] = {}
     for r in done:
         if r.get("successSource"):
             sources[r["successSource"]] = sources.get(r["successSource"], 0) + 1
-    out: dict = {"episodes": n, "successes": 0, "successRate": None, "successRateCi": None}
+    out: dict = {"episodes": n, "successes": 0, "successUndefined": n - len(judged), "successRate": None,
+                 "successRateCi": None}
     out.update({"meanReward": None, "meanRewardCi": None, "meanSteps": None, "errors": errors})
     out["successSources"] = sources
     if n == 0:
         return out
-    successes = sum(1 for r in done if r["success"])
-    low, high = wilson_interval(successes, n, confidence)
     mean, rlow, rhigh = mean_interval([float(r["reward"]) for r in done], confidence)
-    out.update(
-        successes=successes,
-        successRate=successes / n,
-        successRateCi=[low, high],
-        meanReward=mean,
-        meanRewardCi=None if rlow is None else [rlow, rhigh],
-        meanSteps=sum(r["steps"] for r in done) / n,
-    )
+    out.update(meanReward=mean, meanRewardCi=None if rlow is None else [rlow, rhigh],
+               meanSteps=sum(r["steps"] for r in done) / n)
+    if judged:
+        successes = sum(1 for r in judged if r["success"])
+        low, high = wilson_interval(successes, len(judged), confidence)
+        out.update(successes=successes, successRate=successes / len(judged), successRateCi=[low, high])
     return out
 
 
@@ -175,11 +175,15 @@ def group_scores(rows: Iterable[Mapping], group_by: str, confidence: float = 0.9
         group = {"key": dict(zip(fields, key)), **summarize(members, confidence)}
         if "taskId" not in fields:
             # A rollup across tasks: also the IQM of per-task success rates (rliable), when ≥ 2 tasks.
+            # Tasks whose success is undefined have no success outcome: they count as tasks, not in the IQM.
             by_task: dict[tuple, list[float]] = defaultdict(list)
+            tasks = set()
             for r in members:
                 if r["status"] == "completed":
-                    by_task[(r.get("env"), r.get("taskId"))].append(1.0 if r["success"] else 0.0)
-            group["tasks"] = len(by_task)
+                    tasks.add((r.get("env"), r.get("taskId")))
+                    if r["success"] is not None:
+                        by_task[(r.get("env"), r.get("taskId"))].append(1.0 if r["success"] else 0.0)
+            group["tasks"] = len(tasks)
             if len(by_task) >= 2:
                 iqm, low, high = iqm_interval({str(k): v for k, v in by_task.items()}, confidence=confidence)
                 group["iqmSuccessRate"], group["iqmSuccessRateCi"] = iqm, [low, high]

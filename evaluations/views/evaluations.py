@@ -42,7 +42,8 @@ def _headline(evaluations: list[Evaluation]) -> None:
     """Attach ``headline`` (overall success rate and Wilson interval) to each evaluation, in one query."""
     stats = {
         row["evaluation_id"]: row
-        for row in Episode.objects.filter(evaluation__in=evaluations, status=EpisodeStatus.COMPLETED)
+        # Episodes without a verdict (success undefined) are no outcome of the success rate.
+        for row in Episode.objects.filter(evaluation__in=evaluations, status=EpisodeStatus.COMPLETED, success__isnull=False)
         .values("evaluation_id")
         .annotate(n=Count("id"), successes=Count("id", filter=Q(success=True)))
     }
