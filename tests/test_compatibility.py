@@ -187,3 +187,16 @@ def test_probe_admission_fails_a_spec_that_does_not_resolve_and_only_warns_on_a_
     log = []
     _admission_checks(_label(REACH), log)
     assert not any(line.startswith("warn") for line in log)
+
+
+@pytest.mark.django_db
+def test_a_pushed_spec_less_model_on_a_tagged_env_is_warned_about_no_adapter(api):
+    """rlmesh refuses a model with spec=None on an env that publishes tags (classic control does, for check-image);
+    the envelope cannot say whether the model declared NO_ADAPTER, so the preview says what it needs."""
+    heuristics = describe("evaluations.prebuilt.models:ClassicControlHeuristics")
+    assert heuristics["model_spec"] is None  # NO_ADAPTER is not recorded
+    _pushed("a", "my-policy", "model", heuristics, "4")
+    warnings = api.post("/v1/evaluation-previews", {**cartpole_request(), "models": ["a/my-policy"]}, format="json").json()["warnings"]
+    assert any("a/my-policy declares no model_spec" in w and "spec=NO_ADAPTER" in w for w in warnings), warnings
+    prebuilt = api.post("/v1/evaluation-previews", cartpole_request(), format="json").json()["warnings"]
+    assert not any("NO_ADAPTER" in w for w in prebuilt)  # the prebuilt models declare it
