@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 from django import template
 from django.utils import timezone
 
+from ..domain.outcomes import criterion_summary
+
 register = template.Library()
 
 
@@ -25,3 +27,9 @@ def duration(start: datetime | None, end: datetime | None = None) -> str:
     if seconds < 3600:
         return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+@register.filter
+def criterion(value) -> str:
+    """What a scenario's success criterion means in words (``"undefined"`` without one; see domain.outcomes)."""
+    return criterion_summary(value if isinstance(value, dict) else None)
