@@ -140,7 +140,7 @@ class LaunchForm(forms.Form):
 
     def __init__(self, *args, organization: Organization, **kwargs):
         super().__init__(*args, **kwargs)
-        models, envs, self.scenarios = catalog_choices(organization)
+        models, envs, _ = catalog_choices(organization)
         self.catalogs = env_catalogs(organization)
         self.fields["models"].choices = models
         self.fields["env"].choices = [("", "—")] + envs

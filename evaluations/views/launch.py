@@ -36,7 +36,7 @@ def _preview(raw: str, org) -> dict:
 
 def _page(request: HttpRequest, form: LaunchForm, *, status: int = 200, **context) -> HttpResponse:
     can_write = active_membership(request).role in WRITE_ROLES
-    context = {"form": form, "catalogs": form.catalogs, "scenarios": form.scenarios, "can_write": can_write,
+    context = {"form": form, "catalogs": form.catalogs, "can_write": can_write,
                "perturbation_catalog": perturbation_catalog(), **context}
     return render(request, "evaluations/evaluation_new.html", context, status=status)
 
