@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.test import Client
 from rlmesh._describe import describe
 
 from evaluations.models import ImageRepository, ImageVersion
@@ -86,6 +87,10 @@ def test_when_nothing_defines_success_the_rate_is_null_and_the_preview_warns(ten
     assert [(e.steps, e.terminated, e.success, e.success_source) for e in eps] == [(500, False, None, "undefined")] * 2
     (group,) = evaluation_scores(evaluation, "task")["groups"]
     assert group["successRate"] is None and group["successUndefined"] == 2 and group["meanReward"] == 500.0
+    web = Client()
+    web.force_login(tenant_a.user)
+    overview = web.get(f"/evaluations/{evaluation.public_id}").content.decode()
+    assert 'class="success-undefined"' in overview and ">undefined</span>" in overview
     # the same request with a criterion of its own: defined, no warning
     body = cartpole_on(env, successCriterion={"kind": "survived", "steps": 500})
     preview = api.post("/v1/evaluation-previews", body, format="json").json()

@@ -144,3 +144,16 @@ def test_back_ten_times_after_twelve_tab_clicks_keeps_the_full_page(page, live):
         assert page.locator("#progress").count() == 1 and page.locator("#tab-body").count() == 1
         assert page.evaluate("window.__misses") == back  # each Back was answered by a history-restore request
     shot(page, "history-back-ten")
+
+
+def test_the_page_json_codec_round_trips_what_javascript_numbers_cannot(page, live):
+    page.goto(f"{live.url}/evaluations/new")
+    samples = ['{"seed": 9007199254740993, "x": -0.0, "y": 1e400, "z": 0.1000000000000000055511151231257827}',
+               '{"2": "integer-like keys keep their place", "a": [1, {"1": null}], "é\\u0000": "😀 \\"q\\""}',
+               '[]', '{}', '"text"', 'true', '123456789012345678901234567890']
+    for raw in samples:
+        out = page.evaluate("raw => rlmeshLosslessJSON.stringify(rlmeshLosslessJSON.parse(raw), '')", raw)
+        # numbers and key order come back as written (string escapes may be normalized: same value)
+        assert json.loads(out) == json.loads(raw) and out.replace(" ", "") == raw.replace(" ", ""), (raw, out)
+    for bad in ['{"a": 1,}', "{'a': 1}", '[1 2]', "NaN", '{"a": 01}']:
+        assert page.evaluate("raw => { try { rlmeshLosslessJSON.parse(raw); return 'parsed'; } catch (e) { return e.name; } }", bad) == "SyntaxError", bad
