@@ -91,8 +91,11 @@ class StopCondition(models.TextChoices):
 
 class SuccessSource(models.TextChoices):
     ENV = "env", "the env's own info flag (is_success / success)"
-    CRITERION = "criterion", "the scenario's declared success criterion"
-    TERMINATED = "terminated", "terminated (no flag, no criterion)"
+    CRITERION = "criterion", "a declared success criterion (the request's, else the env's for the scenario)"
+    #: Nothing defines success for the episode: no env flag, no criterion. Its return still counts.
+    UNDEFINED = "undefined", "success undefined (no env flag, no criterion)"
+    #: Legacy: episodes recorded before success could be undefined fell back to ``terminated``.
+    TERMINATED = "terminated", "terminated (legacy guess; no longer made)"
 
 
 class LogLevel(models.TextChoices):

@@ -8,9 +8,10 @@ import json
 from django import forms
 from django.core.exceptions import ValidationError
 
-from .domain.text import display_text_problem
-
 from .choices import ProbeStatus, Role
+from .domain import perturbations
+from .domain.outcomes import criterion_summary
+from .domain.text import display_text_problem
 from .models import ImageRepository, Organization
 
 EPISODE_SORTS = {
@@ -29,11 +30,8 @@ def catalog_choices(organization: Organization) -> tuple[list[tuple[str, str]], 
     A model repository with checkpoints contributes one choice per checkpoint (``ns/repo/checkpoint``).
     """
     models, envs, scenarios = [], [], {}
-    repos = ImageRepository.objects.visible_to(organization).select_related("current_version")
-    for repo in repos:
+    for repo in _usable_repositories(organization):
         version = repo.current_version
-        if version is None or version.probe_status != ProbeStatus.PASSED:
-            continue
         if repo.kind == "model":
             if version.checkpoints:
                 models += [(f"{repo.path}/{c}", f"{repo.path}/{c}") for c in version.checkpoints]
@@ -45,6 +43,47 @@ def catalog_choices(organization: Organization) -> tuple[list[tuple[str, str]], 
     return models, envs, scenarios
 
 
+def _usable_repositories(organization: Organization) -> list[ImageRepository]:
+    repos = ImageRepository.objects.visible_to(organization).select_related("current_version")
+    return [r for r in repos if r.current_version is not None and r.current_version.probe_status == ProbeStatus.PASSED]
+
+
+def param_widgets(version) -> list[dict]:
+    """The make parameters a task may set on an env version, for the form's widgets: the ``rlmesh.ParamSpec`` its
+    describe envelope recorded (name, type, choices, default, description; a ``range``/``minimum``/``maximum`` when the
+    spec declares one), minus those a scenario fixes and ``physics`` (a perturbation)."""
+    spec = ((version.describe or {}).get("params") or {}).get("param_spec") or {}
+    fixed = {k for s in version.scenarios for k in (s.get("params") or {})} | {"physics"}
+    widgets = []
+    for p in spec.get("params") or []:
+        if not isinstance(p, dict) or not isinstance(p.get("name"), str) or p["name"] in fixed:
+            continue
+        low, high = (p.get("range") or [None, None])[:2] if isinstance(p.get("range"), list) else (p.get("minimum"), p.get("maximum"))
+        widgets.append({"name": p["name"], "type": p.get("type") or "str", "choices": list(p.get("choices") or []),
+                        "default": p.get("default"), "description": p.get("description") or "", "min": low, "max": high})
+    return widgets
+
+
+def env_catalogs(organization: Organization) -> list[dict]:
+    """Per usable env: its scenario catalog (id, name, benchmark, what success means), its benchmarks in catalog order
+    with their size, and its parameter widgets. What the launch form's scenario picker and params render."""
+    out = []
+    for repo in _usable_repositories(organization):
+        if repo.kind != "env":
+            continue
+        version = repo.current_version
+        scenarios = [{"id": s["id"], "name": s.get("name") or s["id"], "benchmark": s["id"].split("/", 1)[0] if "/" in s["id"] else "",
+                      "success": criterion_summary(s.get("success")) if s.get("success") else None}
+                     for s in version.scenarios]
+        benchmarks: dict[str, int] = {}
+        for s in scenarios:
+            if s["benchmark"]:
+                benchmarks[s["benchmark"]] = benchmarks.get(s["benchmark"], 0) + 1
+        out.append({"env": repo.path, "scenarios": scenarios, "params": param_widgets(version),
+                    "benchmarks": [{"id": b, "count": n} for b, n in benchmarks.items()]})
+    return out
+
+
 def validate_display_text(value: str) -> None:
     """Form validator: names and labels hold printable text (see domain.text.display_text_problem)."""
     problem = display_text_problem(value or "")
@@ -52,17 +91,47 @@ def validate_display_text(value: str) -> None:
         raise ValidationError(problem)
 
 
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def _items(text: str) -> list[str]:
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+_NUMERIC = {"inputmode": "numeric", "autocomplete": "off"}
+RECORD_CHOICES = [("none", "no videos"), ("all", "every episode"), ("failures", "failed episodes"), ("first", "the first N episodes")]
+SUCCESS_CHOICES = [("", "as the env declares it"), ("survived", "survived (N steps)"), ("terminated", "reached a terminal state"),
+                   ("return_at_least", "return at least …"), ("env_flag", "the env's own success flag")]
+
+
 class LaunchForm(forms.Form):
-    """The launch form's fields; ``request_json`` (kept in sync by static/js/app.js) is what is submitted."""
+    """The launch form's fields: one env, its tasks (scenarios picked from the env's catalog, or typed, times the levels
+    of a perturbation sweep) and their settings. ``request_json`` (kept in sync both ways by static/js/launch.js) is
+    what is submitted with JavaScript; without it, "Launch from these fields" builds the request here. Integer
+    inputs are text with a numeric keyboard: a browser's number input rounds values beyond 2^53."""
 
     name = forms.CharField(required=False, max_length=200, validators=[validate_display_text])
+    label = forms.CharField(required=False, max_length=200, validators=[validate_display_text], label="Label",
+                            help_text="metadata.evaluationLabel: shown in lists when there is no name")
     models = forms.MultipleChoiceField(required=False, widget=forms.SelectMultiple(attrs={"size": 5}))
-    env = forms.ChoiceField(required=False)
-    task_id = forms.CharField(required=False, label="Task / scenario")
-    episodes = forms.IntegerField(required=False, min_value=1, initial=10)
-    seed = forms.IntegerField(required=False, min_value=0, initial=0)
-    workers = forms.IntegerField(required=False, min_value=1, initial=1)
-    max_steps = forms.IntegerField(required=False, min_value=1, label="Max steps")
+    env = forms.ChoiceField(required=False, label="Environment")
+    task_ids = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+                               label="Task ids", help_text="one per line: scenario ids, <benchmark>/<index>, or free-form")
+    scenarios = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+    episodes = forms.IntegerField(required=False, min_value=1, initial=10, widget=forms.TextInput(attrs=_NUMERIC))
+    seed = forms.IntegerField(required=False, min_value=0, initial=0, widget=forms.TextInput(attrs=_NUMERIC))
+    workers = forms.IntegerField(required=False, min_value=1, initial=1, widget=forms.TextInput(attrs=_NUMERIC))
+    max_steps = forms.IntegerField(required=False, min_value=1, label="Max steps", widget=forms.TextInput(attrs=_NUMERIC))
+    perturbation = forms.ChoiceField(required=False, choices=[("none", "none")] + [(k, k) for k in perturbations.CATALOG])
+    strengths = forms.CharField(required=False, label="Strengths",
+                                help_text="one strength, or several for a sweep (comma-separated; none for an unperturbed level)")
+    record = forms.ChoiceField(required=False, choices=RECORD_CHOICES, label="Record videos")
+    record_first = forms.IntegerField(required=False, min_value=1, label="N", widget=forms.TextInput(attrs=_NUMERIC))
+    success_kind = forms.ChoiceField(required=False, choices=SUCCESS_CHOICES, label="Success")
+    success_steps = forms.IntegerField(required=False, min_value=1, label="steps", widget=forms.TextInput(attrs=_NUMERIC))
+    success_threshold = forms.FloatField(required=False, label="threshold", widget=forms.TextInput(attrs={"inputmode": "decimal"}))
+    timeout_seconds = forms.FloatField(required=False, min_value=1, label="Timeout (s)", widget=forms.TextInput(attrs={"inputmode": "decimal"}))
     tags = forms.CharField(required=False, help_text="key:value, comma-separated")
     env_vars = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), label="envVars",
                                help_text="KEY=value, one per line; set on every model's server")
@@ -71,39 +140,84 @@ class LaunchForm(forms.Form):
 
     def __init__(self, *args, organization: Organization, **kwargs):
         super().__init__(*args, **kwargs)
-        models, envs, self.scenarios = catalog_choices(organization)
+        models, envs, _ = catalog_choices(organization)
+        self.catalogs = env_catalogs(organization)
         self.fields["models"].choices = models
         self.fields["env"].choices = [("", "—")] + envs
+        self.fields["scenarios"].choices = sorted({(s["id"], s["id"]) for c in self.catalogs for s in c["scenarios"]})
+
+    def clean_strengths(self) -> list[str]:
+        return _items(self.cleaned_data.get("strengths") or "")
 
     def build_request(self) -> str:
-        """The request JSON text: ``request_json`` verbatim when given, else built from the fields."""
-        data = self.cleaned_data
-        if data.get("request_json", "").strip():
-            return data["request_json"]
-        env_vars = {}
-        for line in (data.get("env_vars") or "").splitlines():
-            if line.strip():
-                key, _, value = line.partition("=")
-                env_vars[key.strip()] = value
-        task = {"env": data.get("env") or "", "taskId": data.get("task_id") or "", "episodes": data.get("episodes") or 10,
-                "seed": data.get("seed") or 0}
-        if data.get("workers") and data["workers"] > 1:
-            task["workers"] = data["workers"]
-        if data.get("max_steps"):
-            task["maxSteps"] = data["max_steps"]
-        body: dict = {}
-        if data.get("name"):
-            body["name"] = data["name"]
-        body["models"] = [{"model": m, **({"envVars": env_vars} if env_vars else {})} for m in data.get("models") or []]
-        body["tasks"] = [task]
-        tags = {}
-        for pair in (data.get("tags") or "").split(","):
-            if pair.strip():
-                key, _, value = pair.strip().partition(":")
-                tags[key.strip()] = value.strip()
-        if tags:
-            body["tags"] = tags
-        return json.dumps(body, indent=2)
+        """The request JSON text built from the fields (the no-JavaScript submit); planning validates it."""
+        return json.dumps(build_request(self.cleaned_data, self.data, self.catalogs), indent=2)
+
+
+def _task_ids(data: dict, catalogs: list[dict]) -> list[str]:
+    """The typed task ids in their order, then the checked scenarios of the chosen env not typed (catalog order)."""
+    typed = _lines(data.get("task_ids") or "")
+    known = next((c for c in catalogs if c["env"] == data.get("env")), {"scenarios": []})
+    checked = [s["id"] for s in known["scenarios"] if s["id"] in (data.get("scenarios") or []) and s["id"] not in typed]
+    return typed + checked
+
+
+def _param_value(widget: dict, raw: str):
+    if widget["choices"]:
+        return next((c for c in widget["choices"] if str(c) == raw), raw)
+    try:
+        return {"int": int, "float": float, "bool": lambda v: {"true": True, "false": False}[v]}.get(widget["type"], str)(raw)
+    except (KeyError, ValueError):
+        return raw  # planning names the problem with its path
+
+
+def _task_settings(data: dict, post, catalogs: list[dict]) -> dict:
+    settings = {"episodes": data.get("episodes") or 10, "seed": data.get("seed") or 0}
+    if (data.get("workers") or 1) > 1:
+        settings["workers"] = data["workers"]
+    if data.get("max_steps"):
+        settings["maxSteps"] = data["max_steps"]
+    record = data.get("record") or "none"
+    if record != "none":
+        settings["record"] = f"first:{data.get('record_first') or 1}" if record == "first" else record
+    kind = data.get("success_kind")
+    if kind:
+        settings["successCriterion"] = {"kind": kind, **({"steps": data["success_steps"]} if kind == "survived" and data.get("success_steps") else {}),
+                                        **({"threshold": data["success_threshold"]} if kind == "return_at_least" else {})}
+    env = data.get("env") or ""
+    widgets = next((c["params"] for c in catalogs if c["env"] == env), [])
+    params = {w["name"]: _param_value(w, post.get(f"param:{env}:{w['name']}", "").strip()) for w in widgets
+              if post.get(f"param:{env}:{w['name']}", "").strip()}
+    if params:
+        settings["params"] = params
+    return settings
+
+
+def build_request(data: dict, post, catalogs: list[dict]) -> dict:
+    """A request from the form's cleaned ``data`` (and the raw ``post`` for the per-env parameter widgets): every model
+    runs one task per task id × perturbation level, all with the same settings."""
+    env_vars = {}
+    for line in _lines(data.get("env_vars") or ""):
+        key, _, value = line.partition("=")
+        env_vars[key.strip()] = value
+    body: dict = {}
+    if data.get("name"):
+        body["name"] = data["name"]
+    body["models"] = [{"model": m, **({"envVars": env_vars} if env_vars else {})} for m in data.get("models") or []]
+    kind = data.get("perturbation") or "none"
+    # No strength typed: the bare name, which planning refuses saying a strength is needed.
+    levels = ["none"] if kind == "none" else [lvl if lvl == "none" else f"{kind}:{lvl}" for lvl in data.get("strengths") or []] or [kind]
+    settings = _task_settings(data, post, catalogs)
+    body["tasks"] = [{"env": data.get("env") or "", "taskId": task_id, **settings, **({"perturbation": p} if p != "none" else {})}
+                     for task_id in _task_ids(data, catalogs) or [""] for p in levels]
+    tags = {k.strip(): v.strip() for k, _, v in (pair.partition(":") for pair in _items(data.get("tags") or ""))}
+    if tags:
+        body["tags"] = tags
+    if data.get("label"):
+        body["metadata"] = {"evaluationLabel": data["label"]}
+    if data.get("timeout_seconds"):
+        body["timeoutSeconds"] = data["timeout_seconds"]
+    return body
 
 
 class ApiKeyForm(forms.Form):

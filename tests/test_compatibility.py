@@ -21,6 +21,8 @@ ENV = describe("tests.support.adapters:TaggedReach")
 REACH = describe("tests.support.adapters:ReachModel")
 CAMERA = describe("tests.support.adapters:CameraModel")
 CLASSIC = describe("evaluations.prebuilt.envs:ClassicControl")
+#: An env envelope as an untagged env records it (the prebuilt MuJoCo envs, most pushed Gymnasium envs).
+UNTAGGED = {**CLASSIC, "env_tags": None}
 
 
 @pytest.mark.parametrize(
@@ -68,9 +70,11 @@ def test_a_model_wanting_a_camera_is_incompatible_with_a_state_only_env():
 
 
 def test_an_env_without_tags_cannot_take_a_specd_model_but_a_spec_less_model_is_not_judged():
-    assert "no adapter tags" in adapter_problem(REACH, CLASSIC)
+    assert "no adapter tags" in adapter_problem(REACH, UNTAGGED)
     heuristics = describe("evaluations.prebuilt.models:ClassicControlHeuristics")
-    assert adapter_problem(heuristics, CLASSIC) is None
+    assert adapter_problem(heuristics, UNTAGGED) is None and adapter_problem(heuristics, CLASSIC) is None
+    # classic control publishes its own tags: a spec'd model is judged by the roles it reads
+    assert 'needs state role "proprio/eef_pos" but the env offers ["x/classic/cartpole_state"]' in adapter_problem(REACH, CLASSIC)
     assert adapter_problem(REACH, {}) is None  # spaces never recorded: decided by the first predict
 
 
@@ -103,9 +107,9 @@ def test_preview_and_submit_refuse_an_incompatible_pair_naming_both_sides(api):
         assert "image/primary" in details[0]["message"]
     body["models"] = ["a/reach-policy"]
     assert api.post("/v1/evaluation-previews", body, format="json").status_code == 200
-    # A spec'd model on tag-less classic control: refused before any rollout.
+    # A spec'd model on classic control, whose tags offer no end-effector: refused before any rollout.
     r = api.post("/v1/evaluation-previews", {**cartpole_request(), "models": ["a/reach-policy"]}, format="json")
-    assert r.status_code == 400 and "no adapter tags" in r.json()["error"]["details"][0]["message"]
+    assert r.status_code == 400 and "proprio/eef_pos" in r.json()["error"]["details"][0]["message"]
 
 
 def test_synthesized_observation_offers_exactly_the_spec_inputs():
@@ -175,8 +179,24 @@ def test_probe_admission_fails_a_spec_that_does_not_resolve_and_only_warns_on_a_
     with pytest.raises(ProbeFailed, match="does not resolve.*hologram"):
         _admission_checks(_label(broken), [])
     log: list[str] = []
-    _admission_checks(_label(CLASSIC), log)
+    _admission_checks(_label(UNTAGGED), log)
     assert any(line.startswith("warn") and "only models without a model_spec" in line for line in log)
+    log = []
+    _admission_checks(_label(CLASSIC), log)  # the catalog's env carries EnvTags: rlmesh's own rules pass it whole
+    assert not any(line.startswith("warn") for line in log)
     log = []
     _admission_checks(_label(REACH), log)
     assert not any(line.startswith("warn") for line in log)
+
+
+@pytest.mark.django_db
+def test_a_pushed_spec_less_model_on_a_tagged_env_is_warned_about_no_adapter(api):
+    """rlmesh refuses a model with spec=None on an env that publishes tags (classic control does, for check-image);
+    the envelope cannot say whether the model declared NO_ADAPTER, so the preview says what it needs."""
+    heuristics = describe("evaluations.prebuilt.models:ClassicControlHeuristics")
+    assert heuristics["model_spec"] is None  # NO_ADAPTER is not recorded
+    _pushed("a", "my-policy", "model", heuristics, "4")
+    warnings = api.post("/v1/evaluation-previews", {**cartpole_request(), "models": ["a/my-policy"]}, format="json").json()["warnings"]
+    assert any("a/my-policy declares no model_spec" in w and "spec=NO_ADAPTER" in w for w in warnings), warnings
+    prebuilt = api.post("/v1/evaluation-previews", cartpole_request(), format="json").json()["warnings"]
+    assert not any("NO_ADAPTER" in w for w in prebuilt)  # the prebuilt models declare it

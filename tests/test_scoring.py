@@ -69,12 +69,45 @@ def test_mean_interval_uses_student_t():
         (dict(env_flag=None, criterion={"kind": "survived"}, terminated=True, reward=20, stop_condition="terminated"), (False, "criterion")),
         (dict(env_flag=None, criterion={"kind": "return_at_least", "threshold": -200}, terminated=False, reward=-150, stop_condition="time_limit"), (True, "criterion")),
         (dict(env_flag=None, criterion={"kind": "return_at_least", "threshold": -200}, terminated=False, reward=-250, stop_condition="time_limit"), (False, "criterion")),
-        (dict(env_flag=None, criterion=None, terminated=True, reward=0, stop_condition="terminated"), (True, "terminated")),
-        (dict(env_flag=None, criterion=None, terminated=False, reward=0, stop_condition="time_limit"), (False, "terminated")),
+        # Nothing defines success: undefined, never a guess from `terminated` (on CartPole it means the pole fell).
+        (dict(env_flag=None, criterion=None, terminated=True, reward=0, stop_condition="terminated"), (None, "undefined")),
+        (dict(env_flag=None, criterion=None, terminated=False, reward=500, stop_condition="time_limit"), (None, "undefined")),
+        (dict(env_flag=None, criterion={"kind": "env_flag"}, terminated=True, reward=0, stop_condition="terminated"), (None, "undefined")),
+        (dict(env_flag=True, criterion={"kind": "env_flag"}, terminated=True, reward=0, stop_condition="terminated"), (True, "env")),
+        # A criterion the request declared decides before the env's flag; the env's own declaration after it.
+        (dict(env_flag=True, criterion={"kind": "return_at_least", "threshold": 10, "declaredBy": "request"}, terminated=True,
+              reward=0, stop_condition="terminated"), (False, "criterion")),
+        (dict(env_flag=True, criterion={"kind": "return_at_least", "threshold": 10, "declaredBy": "env"}, terminated=True,
+              reward=0, stop_condition="terminated"), (True, "env")),
     ],
 )
-def test_episode_success_prefers_env_flag_then_criterion_then_terminated(kwargs, expected):
+def test_episode_success_request_criterion_then_env_flag_then_env_criterion_else_undefined(kwargs, expected):
     assert outcomes.episode_success(**kwargs) == expected
+
+
+@pytest.mark.parametrize("criterion,problems", [
+    ({"kind": "survived", "steps": 500}, []),
+    ({"kind": "return_at_least", "threshold": -200.5, "description": "solved"}, []),
+    ({"kind": "env_flag"}, []),
+    ("survived", [("", 'must be an object such as {"kind": "survived", "steps": 500}')]),
+    ({"kind": "vibes"}, [(".kind", "must be one of survived, terminated, return_at_least, env_flag, got 'vibes'")]),
+    ({"kind": "return_at_least"}, [(".threshold", "is required for return_at_least: a finite number")]),
+    ({"kind": "survived", "steps": 0}, [(".steps", "must be a whole number ≥ 1")]),
+    ({"kind": "terminated", "steps": 5}, [(".steps", "applies to survived only, not terminated")]),
+    ({"kind": "terminated", "colour": "red"}, [(".colour", "is not a field of a success criterion (description, kind, steps, threshold)")]),
+])
+def test_criteria_are_validated_with_paths(criterion, problems):
+    assert outcomes.criterion_problems(criterion) == problems
+
+
+def test_success_undefined_scores_returns_but_no_rate():
+    rows = [{**_row("m", "b/t", None, 10.0), "successSource": "undefined"}, {**_row("m", "b/t", None, 30.0), "successSource": "undefined"}]
+    (g,) = scoring.group_scores(rows, "task")
+    assert g["successRate"] is None and g["successRateCi"] is None and g["successUndefined"] == 2
+    assert g["meanReward"] == 20.0 and g["episodes"] == 2 and g["successSources"] == {"undefined": 2}
+    mixed = scoring.group_scores(rows + [_row("m", "c/u", True, 1.0), _row("m", "d/v", False, 1.0)], "model")[0]
+    assert mixed["successRate"] == 0.5 and mixed["successUndefined"] == 2 and mixed["tasks"] == 3
+    assert mixed["iqmSuccessRate"] == pytest.approx(0.5)  # over the two tasks that define success
 
 
 def test_episode_success_rejects_unknown_criterion():

@@ -284,7 +284,7 @@ def checkout_cart(m, page: Page) -> Call:
 
 
 def buy_cheapest(m, page: Page) -> Call:
-    brand, category = m[1], m[2]
+    """Order the cheapest product of ``m[1]`` (brand) in ``m[2]`` (category): cheapest_open finds it from the match."""
     if page.kind == "order-confirmation":
         return _call("finish", reason="ordered")
     if page.kind == "checkout":

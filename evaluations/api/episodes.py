@@ -30,7 +30,7 @@ class EpisodeListView(OrgScopedView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("limit", int, description="page size, 1–1000 (default 100)"),
+            OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size ≥ 1 (default 100; above 1000 a page holds 1000); 0, negative or not a number → 400"),
             OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
         ],
         filters=True,
@@ -51,7 +51,7 @@ class EpisodeListView(OrgScopedView):
 
 class LogListView(OrgScopedView):
     @extend_schema(
-        parameters=[OpenApiParameter("limit", int, description="page size, 1–5000 (default 1000)"),
+        parameters=[OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size ≥ 1 (default 1000; above 5000 a page holds 5000); 0, negative or not a number → 400"),
                     OpenApiParameter("cursor", str, description="nextCursor of the previous page")],
         responses={200: LogPageSerializer, **errors(400, 401, 404)},
         summary="Worker and runtime log lines, oldest first",

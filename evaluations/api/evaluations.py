@@ -66,7 +66,7 @@ class EvaluationListView(OrgScopedView):
             OpenApiParameter("status", str, many=True, description="status; repeat to match any of several"),
             OpenApiParameter("q", str, description="case-insensitive substring of the name or evaluationLabel"),
             OpenApiParameter("tag", str, many=True, description="repeated key:value; all must match"),
-            OpenApiParameter("limit", int, description="page size, 1–500 (default 25)"),
+            OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size: a whole number ≥ 1 (default 25); above 500 a page holds 500. 0, negative or not a number → 400 on `limit`"),
             OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
         ],
         responses={200: EvaluationPageSerializer, **errors(400, 401)},

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
 
-from ..models import ImageRepository
+from ..models.images import PREBUILT_NAMESPACE
 from ..selectors import images_visible_to
-from ..services.catalog import ReferenceError_, parse_reference, pick_version
+from ..services.catalog import MalformedReference, parse_reference, pick_version
 from ..services.probes import ProbeFailed, queue_probe
 from ..services.registry import VersionInUse, delete_version
 from .base import OrgScopedView
@@ -31,17 +31,44 @@ _NO_DIGEST_400 = ("The digest is not sha256:<64 hex digits>: the path then names
                   "repository is refused.")
 
 
+class InvalidReference(APIException):
+    """A reference that is not well-formed: 400 ``invalid_reference`` with what is wrong (never a 404)."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "invalid_reference"
+
+
+_400_REFERENCE = ("`invalid_reference`: the reference is not well-formed; the message says what is wrong (uppercase "
+                  "letters: names are lowercase; a character a name cannot hold; a tag where a digest is expected; "
+                  "no namespace; a registry host).")
+_404_REFERENCE = "A well-formed reference to no image this organization may use (or to a tag, digest or checkpoint it lacks)."
+_403_PREBUILT = ("`forbidden`: the reference names a prebuilt image. Prebuilt images ship with the platform: they are "
+                 "never probed or deleted (their versions passed when the platform started); push to your namespace.")
+
+
 def _find_image(reference: str, repos):
     """``(parsed, repository, version)`` for a reference among ``repos``: the version its digest or tag names,
-    else the current one (None when there is none). 404 for bad syntax or an unknown repository."""
+    else the current one (None when there is none). 400 ``invalid_reference`` for a malformed reference, 404 for a
+    well-formed one naming no repository of ``repos``."""
     try:
         parsed = parse_reference(reference)
-    except ReferenceError_ as exc:
-        raise NotFound(str(exc)) from None
+    except MalformedReference as exc:
+        raise InvalidReference(str(exc)) from None
     repo = repos.filter(namespace=parsed.namespace, name=parsed.repository).first()
     if repo is None:
         raise NotFound(f"image {reference} not found")
     return parsed, repo, pick_version(repo, parsed)
+
+
+def _own_image(view, reference: str):
+    """``_find_image`` among the images the caller may change: its own namespace's. A prebuilt image (visible to
+    everyone, changed by no one) is a 403 that says so, not a 404 for an image a GET shows."""
+    parsed, repo, version = _find_image(reference, images_visible_to(view.organization))
+    if repo.namespace == PREBUILT_NAMESPACE and view.organization.slug != PREBUILT_NAMESPACE:
+        raise PermissionDenied(f"{repo.path} is a prebuilt image: prebuilt images ship with the platform and are never "
+                               "probed or deleted (their versions passed when the platform started); push your own "
+                               f"images to {view.organization.slug}/…")
+    return parsed, repo, version
 
 
 class ImageListView(OrgScopedView):
@@ -63,7 +90,7 @@ class ImageListView(OrgScopedView):
 class ImageDetailView(OrgScopedView):
     @extend_schema(
         parameters=[_REFERENCE],
-        responses={200: ImageSerializer, **errors(401, 404, 405, _405=_PROBES_405)},
+        responses={200: ImageSerializer, **errors(400, 401, 404, 405, _400=_400_REFERENCE, _404=_404_REFERENCE, _405=_PROBES_405)},
         summary="One image repository, by any reference to it",
         operation_id="images_retrieve",
     )
@@ -98,7 +125,8 @@ class ImageVersionView(ImageDetailView):
     # ``GET /v1/images/{reference}`` stays any reference.
 
     @extend_schema(
-        parameters=[_NAME, _DIGEST], responses={200: ImageSerializer, **errors(401, 404, 405, _405=_PROBES_405)},
+        parameters=[_NAME, _DIGEST],
+        responses={200: ImageSerializer, **errors(400, 401, 404, 405, _400=_400_REFERENCE, _404=_404_REFERENCE, _405=_PROBES_405)},
         summary="The repository of one image version", operation_id="images_version_retrieve",
     )
     def get(self, request, name: str, digest: str):
@@ -106,12 +134,13 @@ class ImageVersionView(ImageDetailView):
 
     @extend_schema(
         parameters=[_NAME, _DIGEST], request=None,
-        responses={204: None, **errors(400, 401, 403, 404, 409, _400=_NO_DIGEST_400, _409="An active evaluation uses the version.")},
+        responses={204: None, **errors(400, 401, 403, 404, 409, _400=f"{_NO_DIGEST_400} {_400_REFERENCE}", _403=_403_PREBUILT,
+                                       _404=_404_REFERENCE, _409="An active evaluation uses the version.")},
         summary="Delete an image version (not while an evaluation uses it)", operation_id="images_version_destroy",
     )
     def delete(self, request, name: str, digest: str):
         reference = f"{name}@{digest}"
-        parsed, _, version = _find_image(reference, ImageRepository.objects.filter(namespace=self.organization.slug))
+        parsed, _, version = _own_image(self, reference)
         if version is None or not parsed.digest:
             raise NotFound(f"image {reference} not found; name a version of your namespace by digest (ns/repo@sha256:…)")
         try:
@@ -124,11 +153,14 @@ class ImageVersionView(ImageDetailView):
 class ImageProbeView(OrgScopedView):
     @extend_schema(
         parameters=[_REFERENCE], request=None,
-        responses={202: ProbeQueuedSerializer, **errors(401, 403, 404, 409, _409="The version was deleted; push it again.")},
+        responses={202: ProbeQueuedSerializer, **errors(400, 401, 403, 404, 409, _400=_400_REFERENCE, _403=_403_PREBUILT,
+                                                        _404=_404_REFERENCE, _409="The version was deleted; push it again.")},
         summary="Probe an image version again",
+        description="Probes the version the reference names (its current one without a tag or digest). Only images of "
+        "the caller's namespace are probed: a prebuilt image is a 403, another organization's a 404.",
     )
     def post(self, request, reference: str):
-        _, repo, version = _find_image(reference, ImageRepository.objects.filter(namespace=self.organization.slug))
+        _, repo, version = _own_image(self, reference)
         if version is None:
             raise NotFound(f"image {reference} not found")
         try:

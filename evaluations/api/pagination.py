@@ -42,12 +42,20 @@ def decode_cursor(cursor: str, *types: type) -> list:
 
 
 def page_limit(request, *, default: int, maximum: int) -> int:
-    """``?limit=`` as an int clamped to [1, maximum] (the CLI may send 0); 400 on ``limit`` if not an integer."""
+    """``?limit=``: absent → ``default``; a whole number from 1 up, and a larger one than ``maximum`` is served as
+    ``maximum`` (the page then says ``nextCursor``). 0, a negative number or a non-integer is a 400 on ``limit``
+    that says the range: a page of zero items is no page (the CLI sends ``--limit`` as given, even 0)."""
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return default
     try:
-        limit = int(request.query_params.get("limit", default))
+        limit = int(raw)
     except ValueError:
-        raise ValidationError({"limit": ["must be an integer"]}) from None
-    return max(1, min(limit, maximum))
+        limit = 0
+    if limit < 1:
+        raise ValidationError({"limit": [f"must be a whole number from 1 to {maximum} (got {raw!r}); larger values "
+                                         f"are served as {maximum}, absent means {default}"]})
+    return min(limit, maximum)
 
 
 def take_page(queryset, limit: int) -> tuple[list, bool]:

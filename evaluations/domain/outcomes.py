@@ -7,12 +7,17 @@ functions of plain values; no ORM.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from ..choices import StopCondition, SuccessSource
 
-__all__ = ["STEP_BOUND", "env_success_flag", "episode_success", "stop_condition"]
+__all__ = ["CRITERION_KINDS", "STEP_BOUND", "SUCCESS_LABEL", "criterion_problems", "criterion_summary", "env_success_flag", "episode_success",
+           "stop_condition"]
 
+#: Image label declaring success criteria by scenario id (``"*"``: every task on the image), a JSON object of
+#: criteria; the probe records them in the version's scenario catalog.
+SUCCESS_LABEL = "dev.rlmesh.platform.success"
 #: rlmesh's built-in bound on steps per episode when no cap is given (spec/ENVS.md §3).
 STEP_BOUND = 100_000
 
@@ -49,6 +54,71 @@ def env_success_flag(info) -> bool | None:
     return None if flag is None else bool(flag)
 
 
+#: Criterion kinds a success criterion may name (``{"kind": …}``), with the fields each takes.
+CRITERION_KINDS: dict[str, str] = {
+    "survived": 'not terminated, stopped by the time limit or the maxSteps cap; with "steps": n, at least n steps long',
+    "terminated": "the env reached a terminal state (e.g. MountainCar's flag)",
+    "return_at_least": 'the episode return is at least "threshold"',
+    "env_flag": 'the env\'s own info["success"] / info["is_success"] (no flag: success undefined)',
+}
+_CRITERION_FIELDS = {"kind", "steps", "threshold", "description"}
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def criterion_problems(value) -> list[tuple[str, str]]:
+    """What is wrong with a success criterion, as ``[(sub-path, message)]`` (empty when it is usable).
+
+    Sub-paths are relative to the criterion (``""``, ``".kind"``, ``".steps"``…), so callers prefix the path where
+    the criterion was written (``tasks[0].successCriterion``, a probe's scenario id, a bundle's workload)."""
+    if not isinstance(value, Mapping):
+        return [("", 'must be an object such as {"kind": "survived", "steps": 500}')]
+    kind = value.get("kind")
+    if kind not in CRITERION_KINDS:
+        return [(".kind", f"must be one of {', '.join(CRITERION_KINDS)}, got {kind!r}")]
+    problems = [(f".{k}", f'is not a field of a success criterion ({", ".join(sorted(_CRITERION_FIELDS))})')
+                for k in value if k not in _CRITERION_FIELDS]
+    if kind == "return_at_least" and not _is_number(value.get("threshold")):
+        problems.append((".threshold", "is required for return_at_least: a finite number"))
+    if "threshold" in value and kind != "return_at_least":
+        problems.append((".threshold", f"applies to return_at_least only, not {kind}"))
+    steps = value.get("steps")
+    if "steps" in value and (kind != "survived" or isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+        problems.append((".steps", "must be a whole number ≥ 1" if kind == "survived" else f"applies to survived only, not {kind}"))
+    if not isinstance(value.get("description", ""), str):
+        problems.append((".description", "must be a string"))
+    return problems
+
+
+def criterion_summary(criterion: Mapping | None) -> str:
+    """A short human phrase for a criterion: its ``description``, else one built from its fields."""
+    if not criterion:
+        return "undefined"
+    if criterion.get("description"):
+        return str(criterion["description"])
+    kind = criterion.get("kind")
+    if kind == "survived":
+        return f"survived {criterion['steps']} steps" if criterion.get("steps") else "survived to the time limit"
+    if kind == "return_at_least":
+        return f"return ≥ {criterion.get('threshold'):g}"
+    return {"terminated": "reached a terminal state", "env_flag": "the env's success flag"}.get(kind, str(kind))
+
+
+def _judge(criterion: Mapping, *, terminated: bool, reward: float, stop_condition: str, steps: int | None) -> bool:
+    kind = criterion.get("kind")
+    if kind == "survived":
+        long_enough = steps is None or criterion.get("steps") is None or steps >= int(criterion["steps"])
+        survived = not terminated and stop_condition in (StopCondition.TIME_LIMIT, StopCondition.MAX_STEPS)
+        return survived and long_enough
+    if kind == "terminated":
+        return bool(terminated)
+    if kind == "return_at_least":
+        return reward >= float(criterion["threshold"])
+    raise ValueError(f"unknown success criterion kind {kind!r}")
+
+
 def episode_success(
     *,
     env_flag: bool | None,
@@ -57,29 +127,27 @@ def episode_success(
     reward: float,
     stop_condition: str,
     steps: int | None = None,
-) -> tuple[bool, str]:
+) -> tuple[bool | None, str]:
     """Decide an episode's success and say where the verdict came from.
 
-    Order: the env's own flag (``info["is_success"]``/``info["success"]``, as rlmesh reports it) →
-    the scenario's declared ``criterion`` → ``terminated``. Criteria:
-    ``{"kind": "survived", "steps": n}`` (not terminated, stopped by the time limit or the maxSteps cap, and
-    — when the criterion names ``steps`` and ``steps`` is given — at least n steps long, so a maxSteps cap
-    below the horizon is not a success),
-    ``{"kind": "terminated"}``, ``{"kind": "return_at_least", "threshold": x}``.
-    Returns ``(success, source)`` with source ``"env" | "criterion" | "terminated"``;
-    raises ValueError on an unknown criterion kind.
+    Order: a criterion the *request* declared (``criterion["declaredBy"] == "request"``) → the env's own flag
+    (``info["is_success"]``/``info["success"]``, as rlmesh reports it) → a criterion the env declared for the
+    scenario (its describe envelope, an image label or the prebuilt catalog) → **undefined**. ``terminated`` is never
+    a guess: on CartPole it means the pole fell. Criteria (:data:`CRITERION_KINDS`):
+    ``{"kind": "survived", "steps": n}`` (not terminated, stopped by the time limit or the maxSteps cap, and — when
+    the criterion names ``steps`` and ``steps`` is given — at least n steps long, so a maxSteps cap below the horizon
+    is not a success), ``{"kind": "terminated"}``, ``{"kind": "return_at_least", "threshold": x}`` and
+    ``{"kind": "env_flag"}`` (only the env's flag decides).
+
+    Returns ``(success, source)``: ``(bool, "criterion" | "env")``, or ``(None, "undefined")`` when nothing defines
+    success. Raises ValueError on an unknown criterion kind.
     """
+    usable = criterion if criterion and criterion.get("kind") != "env_flag" else None
+    outcome = {"terminated": terminated, "reward": reward, "stop_condition": stop_condition, "steps": steps}
+    if usable and usable.get("declaredBy") == "request":
+        return _judge(usable, **outcome), SuccessSource.CRITERION
     if env_flag is not None:
         return bool(env_flag), SuccessSource.ENV
-    if criterion:
-        kind = criterion.get("kind")
-        if kind == "survived":
-            long_enough = steps is None or criterion.get("steps") is None or steps >= int(criterion["steps"])
-            survived = not terminated and stop_condition in (StopCondition.TIME_LIMIT, StopCondition.MAX_STEPS)
-            return survived and long_enough, SuccessSource.CRITERION
-        if kind == "terminated":
-            return bool(terminated), SuccessSource.CRITERION
-        if kind == "return_at_least":
-            return reward >= float(criterion["threshold"]), SuccessSource.CRITERION
-        raise ValueError(f"unknown success criterion kind {kind!r}")
-    return bool(terminated), SuccessSource.TERMINATED
+    if usable:
+        return _judge(usable, **outcome), SuccessSource.CRITERION
+    return None, SuccessSource.UNDEFINED

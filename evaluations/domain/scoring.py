@@ -124,40 +124,39 @@ GROUP_FIELDS: dict[str, tuple[str, ...]] = {
 def summarize(rows: Sequence[Mapping], confidence: float = 0.95) -> dict:
     """Score one group of episode rows.
 
-    Each row has ``status`` (``"completed"`` or ``"error"``), ``success`` (bool), ``reward`` (float),
-    ``steps`` (int) and optionally ``successSource``. Returns ``episodes`` (completed ones with a verdict), ``successes``,
-    ``successRate`` and its Wilson ``successRateCi``, ``meanReward`` and its t-interval ``meanRewardCi``,
-    ``meanSteps``, ``errors``, ``unverified`` (completed with ``success`` None, outside every rate and mean) and
-    ``successSources`` (verdict counts per source); rates and means are
-    None (and intervals None) when no episode completed.
+    Each row has ``status`` (``"completed"`` or ``"error"``), ``success`` (bool, or None when the episode has no
+    verdict), ``reward`` (float, or None for an agent rollout nobody judged), ``steps`` (int) and optionally
+    ``successSource``. Returns ``episodes`` (completed ones), ``successes``, ``successUndefined`` (completed episodes
+    without a verdict: nothing defines success for the task, or an agent's open run had no verifiers and no judge),
+    ``successRate`` over the judged episodes and its Wilson ``successRateCi``, ``meanReward`` over the completed
+    episodes that have a reward and its t-interval ``meanRewardCi``, ``meanSteps`` over completed episodes, ``errors``
+    and ``successSources`` (verdict counts per source). A missing verdict is never scored as a failure. Rates and
+    means are None (intervals None) when nothing is there to average: the success rate when no completed episode has
+    a verdict ("success undefined"), while returns are still scored.
     """
     finished = [r for r in rows if r["status"] == "completed"]
     errors = len(rows) - len(finished)
-    # A completed episode whose success is None has no verdict (an agent's open run without verifiers): it is
-    # counted as unverified, and left out of the success rate and mean reward rather than scored as a failure.
-    done = [r for r in finished if r["success"] is not None]
-    n = len(done)
+    n = len(finished)
+    judged = [r for r in finished if r["success"] is not None]
+    rewarded = [float(r["reward"]) for r in finished if r["reward"] is not None]
     sources: dict[str, int] = {}
-    for r in done:
+    for r in finished:
         if r.get("successSource"):
             sources[r["successSource"]] = sources.get(r["successSource"], 0) + 1
-    out: dict = {"episodes": n, "successes": 0, "successRate": None, "successRateCi": None}
-    out.update({"meanReward": None, "meanRewardCi": None, "meanSteps": None, "errors": errors,
-                "unverified": len(finished) - n})
+    out: dict = {"episodes": n, "successes": 0, "successUndefined": n - len(judged), "successRate": None,
+                 "successRateCi": None}
+    out.update({"meanReward": None, "meanRewardCi": None, "meanSteps": None, "errors": errors})
     out["successSources"] = sources
     if n == 0:
         return out
-    successes = sum(1 for r in done if r["success"])
-    low, high = wilson_interval(successes, n, confidence)
-    mean, rlow, rhigh = mean_interval([float(r["reward"]) for r in done], confidence)
-    out.update(
-        successes=successes,
-        successRate=successes / n,
-        successRateCi=[low, high],
-        meanReward=mean,
-        meanRewardCi=None if rlow is None else [rlow, rhigh],
-        meanSteps=sum(r["steps"] for r in done) / n,
-    )
+    if rewarded:
+        mean, rlow, rhigh = mean_interval(rewarded, confidence)
+        out.update(meanReward=mean, meanRewardCi=None if rlow is None else [rlow, rhigh])
+    out["meanSteps"] = sum(r["steps"] for r in finished) / n
+    if judged:
+        successes = sum(1 for r in judged if r["success"])
+        low, high = wilson_interval(successes, len(judged), confidence)
+        out.update(successes=successes, successRate=successes / len(judged), successRateCi=[low, high])
     return out
 
 
@@ -180,11 +179,15 @@ def group_scores(rows: Iterable[Mapping], group_by: str, confidence: float = 0.9
         group = {"key": dict(zip(fields, key)), **summarize(members, confidence)}
         if "taskId" not in fields:
             # A rollup across tasks: also the IQM of per-task success rates (rliable), when ≥ 2 tasks.
+            # Tasks whose success is undefined have no success outcome: they count as tasks, not in the IQM.
             by_task: dict[tuple, list[float]] = defaultdict(list)
+            tasks = set()
             for r in members:
-                if r["status"] == "completed" and r["success"] is not None:
-                    by_task[(r.get("env"), r.get("taskId"))].append(1.0 if r["success"] else 0.0)
-            group["tasks"] = len(by_task)
+                if r["status"] == "completed":
+                    tasks.add((r.get("env"), r.get("taskId")))
+                    if r["success"] is not None:
+                        by_task[(r.get("env"), r.get("taskId"))].append(1.0 if r["success"] else 0.0)
+            group["tasks"] = len(tasks)
             if len(by_task) >= 2:
                 iqm, low, high = iqm_interval({str(k): v for k, v in by_task.items()}, confidence=confidence)
                 group["iqmSuccessRate"], group["iqmSuccessRateCi"] = iqm, [low, high]

@@ -22,7 +22,9 @@ default storage. The per-workload ``metrics`` are recomputed by the platform, ne
 
 Success: the episode's ``success`` (the env's own flag, as rlmesh reports it) → source ``env``; else the
 platform criterion in the workload's ``config.successCriterion`` (``{"kind": "survived" | "terminated" |
-"return_at_least", "threshold": x}``) → ``criterion``; else ``terminated``. ``config.maxEpisodeSteps`` (the
+"return_at_least" | "env_flag", "threshold": x, "steps": n}``, checked as a request's) → ``criterion``; else
+success is **undefined** (``success: null``, source ``undefined``): ``terminated`` is never taken for success (on
+CartPole it means the pole fell). ``config.maxEpisodeSteps`` (the
 ``rlmesh.run`` cap) marks a truncation at that many steps as ``max_steps``. Episodes with
 ``includedInMetrics: false`` (warm-ups) are not imported; unseeded episodes (``seed: null``) are stored with
 seed ``-1``. Both are reported in the evaluation's warnings.

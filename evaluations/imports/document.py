@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from ..choices import EpisodeStatus, SuccessSource
-from ..domain.outcomes import episode_success, stop_condition
+from ..domain.outcomes import criterion_problems, episode_success, stop_condition
 from ..domain.scoring import split_task_id
 from ..planning import MAX_JSON_DEPTH, check_json_values
 from ..planning.parse import loads_strict
@@ -27,7 +27,6 @@ __all__ = ["BundlePlan", "UNSEEDED", "parse_result", "validate"]
 
 SCHEMA = "rlmesh.result.v1"
 UNSEEDED = -1
-CRITERION_KINDS = ("survived", "terminated", "return_at_least")
 
 
 @dataclass
@@ -53,7 +52,7 @@ class BundlePlan:
     warnings: list[str]
     skipped: int = 0
     unseeded: int = 0
-    by_terminated: int = 0
+    undefined: int = 0
     extra_media: int = 0
 
 
@@ -80,17 +79,12 @@ def parse_result(raw: bytes) -> dict:
 
 
 def check_criterion(value, path: str, check: Checker) -> dict | None:
-    if not isinstance(value, dict):
-        check.add(path, f"must be an object such as {{\"kind\": \"survived\"}}, got {type_name(value)}")
-        return None
-    kind = value.get("kind")
-    if kind not in CRITERION_KINDS:
-        check.add(f"{path}.kind", f"must be one of {', '.join(CRITERION_KINDS)}, got {kind!r}")
-        return None
-    if kind == "return_at_least" and not is_number(value.get("threshold")):
-        check.add(f"{path}.threshold", "is required for return_at_least: a finite number")
-        return None
-    return value
+    """A workload's ``config.successCriterion`` checked with the platform's own rules (domain.outcomes). It ranks
+    after the env's own flag (``declaredBy: "bundle"``), as the import rule has always said."""
+    problems = criterion_problems(value)
+    for sub, message in problems:
+        check.add(f"{path}{sub}", message)
+    return None if problems else {**value, "declaredBy": "bundle"}
 
 
 def _check_header(doc: dict, check: Checker):
@@ -210,7 +204,7 @@ def _add_episodes(workload: PlannedWorkload, episodes: list, wpath: str, plan: B
             continue
         fields = _outcome(values, workload)
         plan.unseeded += values["seed"] is None
-        plan.by_terminated += fields["success_source"] == SuccessSource.TERMINATED
+        plan.undefined += fields["success_source"] == SuccessSource.UNDEFINED
         workload.episodes.append(PlannedEpisode(fields=fields, video=video))
 
 
@@ -220,9 +214,9 @@ def _warnings(plan: BundlePlan) -> list[str]:
         out.append(f"{plan.skipped} episodes marked includedInMetrics: false were not imported")
     if plan.unseeded:
         out.append(f"{plan.unseeded} episodes were recorded without a seed; their seed is shown as {UNSEEDED}")
-    if plan.by_terminated:
-        out.append(f"{plan.by_terminated} episodes have no success flag and their workload no config.successCriterion: "
-                   "success is `terminated`")
+    if plan.undefined:
+        out.append(f"{plan.undefined} episodes have no success flag and their workload no config.successCriterion: "
+                   "success is undefined (null; returns are still scored)")
     if plan.extra_media:
         out.append(f"{plan.extra_media} further media files (other cameras or formats) were checked but not stored")
     return out

@@ -9,7 +9,7 @@ The steps, one module each: ``parse`` (JSON body) → ``schema`` (types, unknown
 from __future__ import annotations
 
 from ..models import Organization
-from .compatibility import compatibility_errors
+from .compatibility import compatibility_errors, compatibility_warnings
 from .parse import MAX_JSON_DEPTH, RequestInvalid, check_json_values, parse_request_body
 from .plan import Plan, PlannedModel, PlannedTask, PlannedWorkload, shard_ranges
 from .references import reference_errors, resolve_models
@@ -63,6 +63,7 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
     models = resolve_models(data, req["models"], organization=organization, errors=errors, warnings=warnings)
     tasks = check_tasks(req["tasks"], models=len(req["models"]), organization=organization, errors=errors, warnings=warnings)
     errors += compatibility_errors(data, models, tasks)
+    warnings += compatibility_warnings(data, models, tasks)
     if errors:
         raise RequestInvalid(errors)
     return Plan(

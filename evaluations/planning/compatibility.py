@@ -9,7 +9,7 @@ from .adapters import adapter_problem
 from .parse import model_path
 from .plan import PlannedModel, PlannedTask
 
-__all__ = ["pair_problem", "compatibility_errors"]
+__all__ = ["pair_problem", "compatibility_errors", "compatibility_warnings"]
 
 
 def pair_problem(model: PlannedModel, task: PlannedTask, j: int, adapters: dict) -> str | None:
@@ -43,3 +43,21 @@ def compatibility_errors(data: dict, models: list[PlannedModel | None], tasks: l
             if problem:
                 errors.append({"path": model_path(data, i), "message": problem})
     return errors
+
+
+def compatibility_warnings(data: dict, models: list[PlannedModel | None], tasks: list[PlannedTask]) -> list[str]:
+    """What cannot be decided before the first predict but will fail if the image did not plan for it: a pushed model
+    without a ``model_spec`` on an env that publishes adapter tags runs only if it declares ``spec=NO_ADAPTER`` (rlmesh
+    refuses ``spec=None`` there; the describe envelope records neither). Prebuilt models declare it."""
+    warnings = []
+    for i, model in enumerate(models):
+        if model is None or not model.image.version.source.startswith("oci://"):
+            continue
+        if (model.image.version.describe or {}).get("model_spec"):
+            continue
+        tagged = sorted({t.env.reference for t in tasks if (t.env.version.describe or {}).get("env_tags")})
+        if tagged:
+            warnings.append(f"{model_path(data, i)}: {model.image.reference} declares no model_spec and {', '.join(tagged)} "
+                            "publishes adapter tags: rlmesh serves it there only if the model declares spec=NO_ADAPTER "
+                            "(it reads the raw observation); otherwise every episode errors")
+    return warnings

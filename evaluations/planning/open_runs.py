@@ -26,7 +26,7 @@ from ..prebuilt.shop.checks import validate as validate_shop_checks
 from ..services.catalog import ReferenceError_, resolve_reference
 from .agent_runs import AGENT_MODEL, AgentModel, AgentPlan, AgentTask, EndpointImage, _bridge_config, \
     _endpoint_checks, _request_timeout, agent_env_reference, is_agent_scenario, redacted_request
-from .agent_schema import MAX_KEY_BYTES, MAX_PARAMS_BYTES, MAX_STEPS, EndpointSerializer, StrictBooleanField
+from .agent_schema import MAX_KEY_BYTES, MAX_PARAMS_BYTES, MAX_STEPS, EndpointSerializer
 from .parse import RequestInvalid
 from .schema import DisplayTextField, StrictCharField, StrictIntegerField, flatten_errors
 

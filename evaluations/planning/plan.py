@@ -66,6 +66,7 @@ class PlannedTask:
     """A task of the request, checked against its env: the scenario it names, its make kwargs and its shards."""
 
     env: ResolvedImage
+    #: The scenario's id when the env has a catalog (a ``<benchmark>/<index>`` task id is resolved to it).
     task_id: str
     scenario: dict | None
     perturbation: str
@@ -78,6 +79,10 @@ class PlannedTask:
     #: The env's make kwargs: the task's ``params``, the scenario's own params, an env-side perturbation.
     env_kwargs: dict
     metadata: dict = field(default_factory=dict)
+    #: The task id as the request wrote it (differs from ``task_id`` for a scenario index).
+    requested_task_id: str = ""
+    #: What defines success (``planning.tasks.success_criterion``): a criterion plus ``declaredBy``, or None.
+    success_criterion: dict | None = None
 
     @property
     def benchmark(self) -> str:
@@ -86,10 +91,6 @@ class PlannedTask:
     @property
     def scenario_name(self) -> str:
         return self.task_id.split("/", 1)[1] if "/" in self.task_id else self.task_id
-
-    @property
-    def success_criterion(self) -> dict | None:
-        return self.scenario.get("success") if self.scenario else None
 
     @property
     def shards(self) -> list[tuple[int, int]]:
@@ -128,7 +129,9 @@ class PlannedTask:
         v = self.env.version
         return {
             "env": self.env.reference, "repository": v.repository.path, "digest": v.digest, "source": v.source,
-            "taskId": self.task_id, "makeKwargs": self.env_kwargs, "successCriterion": self.success_criterion,
+            "taskId": self.task_id, **({"requestedTaskId": self.requested_task_id}
+                                       if self.requested_task_id and self.requested_task_id != self.task_id else {}),
+            "makeKwargs": self.env_kwargs, "successCriterion": self.success_criterion,
             "episodes": self.episodes, "seed": self.seed, "seeds": list(range(self.seed, self.seed + self.episodes)),
             "workers": self.workers, "maxSteps": self.max_steps, "perturbation": self.perturbation, "record": self.record,
         }

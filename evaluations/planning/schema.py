@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from rest_framework import serializers
 
+from ..domain.outcomes import CRITERION_KINDS, criterion_problems
 from ..domain.text import display_text_problem
 
 __all__ = [
@@ -112,7 +113,9 @@ class TaskSerializer(serializers.Serializer):
     taskId = DisplayTextField(  # noqa: N815
         max_length=300,
         help_text="For an environment with a scenario catalog, a scenario id `<benchmark>/<scenario>` "
-        "(e.g. `classic/CartPole-v1`); the part before `/` is the benchmark in scores. Free-form otherwise.",
+        "(e.g. `classic/CartPole-v1`), or a scenario index `<benchmark>/<index>` (`classic/0`: the benchmark's first "
+        "scenario in the catalog, as `rlmesh.platform.scenario_tasks` builds them; recorded by name in the effective "
+        "config); the part before `/` is the benchmark in scores. Free-form otherwise.",
     )
     episodes = StrictIntegerField(min_value=1, help_text="Number of episodes (≥ 1; capped by the server).")
     seed = StrictIntegerField(
@@ -143,10 +146,33 @@ class TaskSerializer(serializers.Serializer):
         "`{\"image_size\": 128}` on `prebuilt/metaworld` adds a camera image); the scenario's own parameters "
         "cannot be overridden.",
     )
+    successCriterion = serializers.JSONField(  # noqa: N815
+        required=False, allow_null=True, default=None,
+        help_text="What success means for this task, overriding the env's own flag and the criterion its catalog "
+        "declares for the scenario: `{\"kind\": \"survived\", \"steps\": 500}`, `{\"kind\": \"terminated\"}`, "
+        "`{\"kind\": \"return_at_least\", \"threshold\": 200}` or `{\"kind\": \"env_flag\"}` (only the env's "
+        "`info[\"success\"]`/`info[\"is_success\"]`), with an optional `description`. When neither the env nor the "
+        "request defines success, episodes have `success: null` (source `undefined`) and the success rate is null; "
+        "returns are still scored. Kinds: " + "; ".join(f"`{k}`: {v}" for k, v in CRITERION_KINDS.items()) + ".",
+    )
     metadata = StrictDictField(
         child=serializers.JSONField(), required=False, default=dict,
         help_text="Free-form metadata stored with the task (e.g. `environmentId`).",
     )
+
+    def validate_successCriterion(self, value):  # noqa: N802 - DRF names it after the wire field
+        if value is None:
+            return None
+        problems = criterion_problems(value)
+        whole = [message for sub, message in problems if not sub]
+        if whole:
+            raise serializers.ValidationError(whole)
+        if problems:
+            errors: dict[str, list[str]] = {}
+            for sub, message in problems:
+                errors.setdefault(sub.lstrip("."), []).append(message)
+            raise serializers.ValidationError(errors)
+        return dict(value)
 
 
 class EvaluationRequestSerializer(serializers.Serializer):

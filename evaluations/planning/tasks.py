@@ -3,17 +3,19 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from django.conf import settings
 
 from ..choices import ImageKind
 from ..domain import perturbations
+from ..domain.outcomes import SUCCESS_LABEL, criterion_problems
 from ..models import Organization
 from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
 from .plan import PlannedTask
 
-__all__ = ["check_tasks", "parse_record"]
+__all__ = ["check_tasks", "find_scenario", "parse_record", "success_criterion"]
 
 _RECORD = re.compile(r"^first:([1-9][0-9]{0,5})$")
 _PARAM_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
@@ -84,16 +86,76 @@ def _caps(task: dict, path: str, errors: list[dict], warnings: list[str]) -> Non
         warnings.append(f"{path}.workers: {task['workers']} workers for {task['episodes']} episodes; using {task['episodes']}")
 
 
-def _scenario(task: dict, env: ResolvedImage, path: str, errors: list[dict]) -> tuple[bool, dict | None]:
+_INDEX = re.compile(r"^(?P<benchmark>[^/]+)/(?P<index>0|[1-9][0-9]{0,5})$")
+
+
+def find_scenario(env: ResolvedImage, task_id: str) -> tuple[dict | None, str | None]:
+    """``(scenario, problem)`` for a task id on an env with a catalog: the entry with this id, else — for
+    ``<benchmark>/<index>`` — the entry at that position among the benchmark's scenarios in catalog order (what
+    ``rlmesh.platform.scenario_tasks(..., tasks=[0])`` builds); ``(None, why)`` when neither exists."""
+    scenario = env.version.scenario(task_id)
+    if scenario is not None:
+        return scenario, None
+    m = _INDEX.match(task_id)
+    known = ", ".join(s["id"] for s in env.version.scenarios[:20])
+    if not m:
+        return None, f'unknown scenario "{task_id}" for {env.reference} (known: {known})'
+    benchmark = [s for s in env.version.scenarios if s["id"].split("/", 1)[0] == m["benchmark"]]
+    index = int(m["index"])
+    if index < len(benchmark):
+        return benchmark[index], None
+    if not benchmark:
+        return None, f'unknown scenario "{task_id}" for {env.reference}: it has no benchmark "{m["benchmark"]}" (known: {known})'
+    return None, (f'unknown scenario "{task_id}" for {env.reference}: {m["benchmark"]} has {len(benchmark)} scenarios, '
+                  f"indexes 0–{len(benchmark) - 1}")
+
+
+def _scenario(task: dict, env: ResolvedImage, path: str, errors: list[dict], warnings: list[str]) -> tuple[bool, dict | None]:
     """``(ok, scenario)``: the catalog entry the task id names (None for an env without a catalog)."""
     if not env.version.scenarios:
         return True, None
-    scenario = env.version.scenario(task["taskId"])
-    if scenario is None:
-        known = ", ".join(s["id"] for s in env.version.scenarios[:20])
-        errors.append({"path": f"{path}.taskId", "message": f'unknown scenario "{task["taskId"]}" for {env.reference} (known: {known})'})
+    scenario, problem = find_scenario(env, task["taskId"])
+    if problem:
+        errors.append({"path": f"{path}.taskId", "message": problem})
         return False, None
+    if scenario["id"] != task["taskId"]:
+        warnings.append(f'{path}.taskId: "{task["taskId"]}" is scenario {scenario["id"]} of {env.reference} (recorded by name)')
     return True, scenario
+
+
+def success_criterion(task: dict, env: ResolvedImage, scenario: dict | None) -> dict | None:
+    """What defines success for a task, with who declared it (``declaredBy``): the request's ``successCriterion``, else
+    the criterion the env declares for the scenario (its describe envelope's variant metadata or its
+    ``dev.rlmesh.platform.success`` label, as the probe recorded them; the prebuilt catalog's for prebuilt envs), else
+    the label's ``"*"`` default; None when nothing does (success is then undefined unless the env reports a flag)."""
+    if task.get("successCriterion"):
+        return {**task["successCriterion"], "declaredBy": "request"}
+    declared = (scenario or {}).get("success") or env_default_criterion(env.version.labels or {})
+    return {**declared, "declaredBy": "env"} if declared else None
+
+
+def env_default_criterion(labels: dict) -> dict | None:
+    """The ``"*"`` entry of an image's ``dev.rlmesh.platform.success`` label: the criterion of every task on it."""
+    raw = labels.get(SUCCESS_LABEL)
+    try:
+        value = json.loads(raw).get("*") if isinstance(raw, str) else None
+    except (ValueError, AttributeError):
+        return None
+    return value if value is not None and not criterion_problems(value) else None
+
+
+def _success_warnings(task: dict, criterion: dict | None, env: ResolvedImage, path: str, warnings: list[str]) -> None:
+    if criterion is None:
+        warnings.append(
+            f'{path}: nothing defines success for {env.reference} {task["taskId"]} (no criterion in the env\'s catalog '
+            'or labels, no "successCriterion" in the task): unless the env reports info["success"] or '
+            'info["is_success"], episodes have no success verdict and the success rate is null ("success '
+            'undefined"); returns are still scored')
+        return
+    horizon = criterion.get("steps") if criterion.get("kind") == "survived" else None
+    if horizon and task.get("maxSteps") and task["maxSteps"] < horizon:
+        warnings.append(f"{path}.maxSteps: {task['maxSteps']} is below the {horizon} steps {task['taskId']} must "
+                        "survive to succeed; every episode will count as a failure")
 
 
 def _check_task(i: int, task: dict, organization: Organization, errors: list[dict], warnings: list[str]) -> PlannedTask | None:
@@ -115,14 +177,12 @@ def _check_task(i: int, task: dict, organization: Organization, errors: list[dic
     except ReferenceError_ as exc:
         errors.append({"path": f"{path}.env", "message": str(exc)})
         return None
-    ok, scenario = _scenario(task, env, path, errors)
+    ok, scenario = _scenario(task, env, path, errors, warnings)
     if not ok:
         return None
     errors.extend(check_params(task.get("params") or {}, env, scenario, f"{path}.params"))
-    horizon = ((scenario or {}).get("success") or {}).get("steps")
-    if horizon and task.get("maxSteps") and task["maxSteps"] < horizon:
-        warnings.append(f"{path}.maxSteps: {task['maxSteps']} is below the {horizon} steps {task['taskId']} must "
-                        "survive to succeed; every episode will count as a failure")
+    criterion = success_criterion(task, env, scenario)
+    _success_warnings(task, criterion, env, path, warnings)
     if perturbation.side == "env" and "physics" not in param_specs(env):
         errors.append({
             "path": f"{path}.perturbation",
@@ -132,7 +192,8 @@ def _check_task(i: int, task: dict, organization: Organization, errors: list[dic
     if len(errors) > before:
         return None
     return PlannedTask(
-        env=env, task_id=task["taskId"], scenario=scenario, perturbation=perturbation.label, record=record,
+        env=env, task_id=scenario["id"] if scenario else task["taskId"], requested_task_id=task["taskId"],
+        scenario=scenario, success_criterion=criterion, perturbation=perturbation.label, record=record,
         episodes=task["episodes"], seed=task["seed"], workers=min(task["workers"], task["episodes"]),
         max_steps=task["maxSteps"], env_kwargs=env_kwargs(scenario, perturbation, task.get("params")),
         metadata=task.get("metadata", {}),

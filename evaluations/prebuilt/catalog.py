@@ -15,20 +15,14 @@ from pathlib import Path
 
 import rlmesh
 
-from .envs import CLASSIC_SCENARIOS
+from .envs import CLASSIC_CRITERIA, CLASSIC_SCENARIOS
 
 WEIGHTS_DIR = Path(__file__).with_name("weights")
 #: Version label listing the only env repositories a model can act in (comma-separated), checked at submit.
 ENVS_LABEL = "dev.rlmesh.platform.envs"
 
-#: Success criteria for scenarios whose env reports no success flag (see scoring.episode_success).
-CLASSIC_CRITERIA: dict[str, dict] = {
-    "CartPole-v1": {"kind": "survived", "steps": 500, "description": "the pole stayed up until the time limit (500 steps)"},
-    "MountainCar-v0": {"kind": "terminated", "description": "the car reached the flag before the time limit"},
-    "Acrobot-v1": {"kind": "terminated", "description": "the tip swung above the line before the time limit"},
-    "Pendulum-v1": {"kind": "return_at_least", "threshold": -200.0, "description": "episode return ≥ −200"},
-    "LunarLander-v3": {"kind": "return_at_least", "threshold": 200.0, "description": "episode return ≥ 200 (solved)"},
-}
+#: What success means on the scenarios whose env reports its own flag: the flag (declared, so the preview knows).
+ENV_FLAG = {"kind": "env_flag", "description": "the env's own success flag"}
 
 
 @dataclass(frozen=True)
@@ -101,18 +95,8 @@ def _classic_scenarios() -> list[dict]:
     ]
 
 
-#: Stated success criteria of the locomotion tasks (none reports a flag): Gymnasium's own reward thresholds where
-#: registered (HalfCheetah 4800, Hopper 3800, Ant 6000); Walker2d has none, so "did not fall for 1000 steps".
-LOCOMOTION_CRITERIA: dict[str, dict] = {
-    "HalfCheetah-v5": {"kind": "return_at_least", "threshold": 4800.0, "description": "episode return ≥ 4800 (Gymnasium's reward threshold)"},
-    "Hopper-v5": {"kind": "return_at_least", "threshold": 3800.0, "description": "episode return ≥ 3800 (Gymnasium's reward threshold)"},
-    "Walker2d-v5": {"kind": "survived", "steps": 1000, "description": "the walker stayed upright until the time limit (1000 steps)"},
-    "Ant-v5": {"kind": "return_at_least", "threshold": 6000.0, "description": "episode return ≥ 6000 (Gymnasium's reward threshold)"},
-}
-
-
 def _locomotion_scenarios() -> list[dict]:
-    from .robotics import LOCOMOTION
+    from .robotics import LOCOMOTION, LOCOMOTION_CRITERIA
 
     return [
         {"id": f"locomotion/{env_id}", "name": name, "params": {"env_id": env_id}, "success": LOCOMOTION_CRITERIA[env_id]}
@@ -123,8 +107,9 @@ def _locomotion_scenarios() -> list[dict]:
 def _goal_scenarios() -> list[dict]:
     from .robotics import GOAL_REACHING
 
-    # Success is the env's own flag (is_success / success): no criterion needed.
-    return [{"id": f"{group}/{env_id}", "name": name, "params": {"env_id": env_id}} for env_id, (group, name) in GOAL_REACHING.items()]
+    # Success is the env's own flag (is_success / success).
+    return [{"id": f"{group}/{env_id}", "name": name, "params": {"env_id": env_id}, "success": ENV_FLAG}
+            for env_id, (group, name) in GOAL_REACHING.items()]
 
 
 def _metaworld_scenarios() -> list[dict]:
@@ -133,7 +118,7 @@ def _metaworld_scenarios() -> list[dict]:
     # Success is Meta-World's own info["success"] flag (the episode terminates on success).
     return [
         {"id": vid, "name": f"{TASK_NAMES[params['task']]} ({params['benchmark'].upper()})", "params": params,
-         "instruction": INSTRUCTIONS[params["task"]]}
+         "instruction": INSTRUCTIONS[params["task"]], "success": ENV_FLAG}
         for vid, params in VARIANTS.items()
     ]
 
@@ -145,7 +130,7 @@ def _miniwob_scenarios() -> list[dict]:
     # seed-004 API lists and runs exactly the envs whose scenarios declare them.
     return [
         {"id": sid, "name": f"MiniWoB {e['task']}", "params": dict(VARIANTS[sid]), "instruction": e["example_goal"],
-         "description": e["description"], "tools": list(e["tools"]), "maxSteps": e["max_steps"]}
+         "description": e["description"], "tools": list(e["tools"]), "maxSteps": e["max_steps"], "success": ENV_FLAG}
         for sid, e in SCENARIOS.items()
     ]
 

@@ -245,7 +245,8 @@ class MetaWorld(rlmesh.EnvFactory):
     def enumerate_variants(cls):
         for variant_id, params in VARIANTS.items():
             task = params["task"]
-            yield rlmesh.Variant(variant_id, params, name=TASK_NAMES[task], instruction=INSTRUCTIONS[task])
+            yield rlmesh.Variant(variant_id, params, name=TASK_NAMES[task], instruction=INSTRUCTIONS[task],
+                                 success={"kind": "env_flag"})
 
 
 class MetaWorldExpert(rlmesh.numpy.Model):
@@ -255,6 +256,7 @@ class MetaWorldExpert(rlmesh.numpy.Model):
     """
 
     workflow_edition = "2026.06"
+    spec = rlmesh.NO_ADAPTER  # reads the raw observation
 
     def _expert_for(self, task: str):
         policies = self.__dict__.setdefault("_mw_policies", {})

@@ -266,4 +266,5 @@ class MiniWoB(rlmesh.EnvFactory):
             yield rlmesh.Variant(
                 variant_id, params, name=f"MiniWoB {params['task']}", instruction=entry.example_goal,
                 description=entry.description, max_steps=entry.max_steps, tools=list(entry.tools),
+                success={"kind": "env_flag"},
             )

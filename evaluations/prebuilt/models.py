@@ -23,6 +23,8 @@ class ClassicControlHeuristics(rlmesh.numpy.Model):
     """
 
     workflow_edition = "2026.06"
+    #: Reads the raw observation: no adapter, on tagged envs (the catalog's classic control) and untagged ones alike.
+    spec = rlmesh.NO_ADAPTER
 
     _BY_DIM = {
         4: policies.cartpole_pd,
@@ -45,6 +47,7 @@ class NumpyMLP(rlmesh.numpy.Model):
     """A PPO actor exported to numpy (see ``training/train_ppo_cartpole.py``); ``load(weights=<name>)`` picks the checkpoint."""
 
     workflow_edition = "2026.06"
+    spec = rlmesh.NO_ADAPTER  # reads the raw observation (see ClassicControlHeuristics)
 
     def load(self, weights: str = "ppo_cartpole_actor.npz", **_: object) -> None:
         path = Path(policies.__file__).with_name("weights") / Path(weights).name

@@ -22,6 +22,15 @@ LOCOMOTION: dict[str, str] = {
     "Walker2d-v5": "Walker 2-D walk",
     "Ant-v5": "Ant walk",
 }
+#: What success means on the locomotion tasks (none reports a flag): Gymnasium's own reward thresholds where
+#: registered (HalfCheetah 4800, Hopper 3800, Ant 6000); Walker2d has none, so "did not fall for 1000 steps". Declared
+#: with each variant (``rlmesh.Variant(..., success=…)``), so the criterion travels with the env.
+LOCOMOTION_CRITERIA: dict[str, dict] = {
+    "HalfCheetah-v5": {"kind": "return_at_least", "threshold": 4800.0, "description": "episode return ≥ 4800 (Gymnasium's reward threshold)"},
+    "Hopper-v5": {"kind": "return_at_least", "threshold": 3800.0, "description": "episode return ≥ 3800 (Gymnasium's reward threshold)"},
+    "Walker2d-v5": {"kind": "survived", "steps": 1000, "description": "the walker stayed upright until the time limit (1000 steps)"},
+    "Ant-v5": {"kind": "return_at_least", "threshold": 6000.0, "description": "episode return ≥ 6000 (Gymnasium's reward threshold)"},
+}
 #: Goal-reaching scenarios: Gymnasium id → (group, display name). Success is the env's own flag.
 GOAL_REACHING: dict[str, tuple[str, str]] = {
     "FetchReach-v4": ("fetch", "Fetch arm reach"),
@@ -81,7 +90,7 @@ class MuJoCoLocomotion(_MuJoCoFactory):
     @classmethod
     def enumerate_variants(cls):
         for env_id, name in LOCOMOTION.items():
-            yield rlmesh.Variant(f"locomotion/{env_id}", {"env_id": env_id}, name=name)
+            yield rlmesh.Variant(f"locomotion/{env_id}", {"env_id": env_id}, name=name, success=LOCOMOTION_CRITERIA[env_id])
 
 
 class GoalReaching(_MuJoCoFactory):
@@ -104,4 +113,4 @@ class GoalReaching(_MuJoCoFactory):
     @classmethod
     def enumerate_variants(cls):
         for env_id, (group, name) in GOAL_REACHING.items():
-            yield rlmesh.Variant(f"{group}/{env_id}", {"env_id": env_id}, name=name)
+            yield rlmesh.Variant(f"{group}/{env_id}", {"env_id": env_id}, name=name, success={"kind": "env_flag"})

@@ -189,7 +189,8 @@ class ShardRunner:
         if self.random_model:
             space = env_client.action_space
             space.seed(seed)
-            return env_client, rlmesh.numpy.Model(lambda obs: space.sample())
+            # NO_ADAPTER: the baseline acts on any env, tagged or not (rlmesh refuses spec=None on a tagged one).
+            return env_client, rlmesh.numpy.Model(lambda obs: space.sample(), spec=rlmesh.NO_ADAPTER)
         remote = rlmesh.numpy.RemoteModel if numpy_env else rlmesh.RemoteModel
         return env_client, remote(self.model.address, **kw)
 

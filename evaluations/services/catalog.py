@@ -11,7 +11,7 @@ from ..choices import ImageKind, ProbeStatus
 from ..models import ImageRepository, ImageVersion, Organization
 from ..models.images import PREBUILT_NAMESPACE
 
-__all__ = ["ReferenceError_", "ResolvedImage", "parse_reference", "pick_version", "resolve_reference", "sync_prebuilt"]
+__all__ = ["MalformedReference", "ReferenceError_", "ResolvedImage", "parse_reference", "reference_problem", "pick_version", "resolve_reference", "sync_prebuilt"]
 
 
 @transaction.atomic
@@ -67,6 +67,10 @@ class ReferenceError_(ValueError):
     """A model or env reference that cannot be used; ``str()`` is the message shown to the user."""
 
 
+class MalformedReference(ReferenceError_):
+    """A reference that is not well-formed (the API answers 400 ``invalid_reference``, never 404)."""
+
+
 @dataclass(frozen=True)
 class ParsedReference:
     namespace: str
@@ -76,13 +80,67 @@ class ParsedReference:
     digest: str | None
 
 
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+_FORM = "namespace/repository[/checkpoint][:tag|@sha256:<64 hex digits>]"
+
+
+def _name_problem(part: str, what: str, ref: str) -> str | None:
+    if not part:
+        return f"has an empty {what}"
+    if _NAME.match(part):
+        return None
+    if part.lower() != part and _NAME.match(part.lower()):
+        return f'has uppercase letters in its {what} "{part}": names are lowercase ({ref.replace(part, part.lower(), 1)})'
+    bad = next((c for c in part if not re.match(r"[a-z0-9._-]", c.lower())), None)
+    if bad is not None:
+        return f'has {f"a {bad!r}" if bad.strip() else "whitespace"} in its {what} "{part}": a name holds lowercase letters, digits, ".", "_" and "-"'
+    return f'has a {what} "{part}" that starts with "{part[0]}": a name starts with a lowercase letter or a digit'
+
+
+def _suffix_problem(tag: str | None, digest: str | None, path: str) -> str | None:
+    if digest is not None:
+        if not digest.startswith("sha256:"):
+            hint = f" (a tag is written {path}:{digest})" if _TAG.match(digest) else ""
+            return f'has "@{digest}" where a digest is expected: @sha256:<64 lowercase hex digits>{hint}'
+        if not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+            return f'has a malformed digest "{digest}": sha256: followed by 64 lowercase hex digits'
+    if tag is not None and not _TAG.match(tag):
+        return ("has an empty tag after \":\"" if not tag else
+                f'has a malformed tag "{tag}": up to 128 letters, digits, ".", "_" and "-", not starting with "." or "-"')
+    return None
+
+
+def reference_problem(ref: str) -> str | None:
+    """Why ``ref`` is not a well-formed ``namespace/repository[/checkpoint][:tag|@sha256:…]``, in words naming the
+    offending part (uppercase, a character a name cannot hold, a tag where a digest is expected, a missing
+    namespace…), or None when it is well-formed."""
+    if not ref.strip():
+        return f"is empty; expected {_FORM}"
+    if "://" in ref:
+        return f'is a URL; name an image of the catalog as {_FORM} (no scheme)'
+    rest, at, digest = ref.partition("@")
+    path, colon, tag = rest.rpartition(":") if ":" in rest.split("/")[-1] else (rest, "", "")
+    parts = path.split("/")
+    if len(parts) >= 3 and (":" in parts[0] or parts[0] == "localhost" or re.fullmatch(r"[0-9.]+", parts[0])):
+        return f'starts with a registry host "{parts[0]}": drop it ({ref.split("/", 1)[1]})'
+    if len(parts) == 1:
+        return _name_problem(parts[0], "name", ref) or f'names no namespace; write namespace/repository, e.g. "prebuilt/{parts[0]}"'
+    if len(parts) > 3:
+        return f"has {len(parts)} path parts; expected {_FORM} (no registry host)"
+    for part, what in zip(parts, ("namespace", "repository name", "checkpoint")):
+        problem = _name_problem(part, what, ref)
+        if problem:
+            return problem
+    return _suffix_problem(tag if colon else None, digest if at else None, path)
+
+
 def parse_reference(ref: str) -> ParsedReference:
-    """Parse ``namespace/repo[/checkpoint][:tag][@sha256:…]``; raises ReferenceError_ on bad syntax."""
+    """Parse ``namespace/repo[/checkpoint][:tag][@sha256:…]``; raises MalformedReference naming what is wrong."""
     m = _REF.match(ref)
     if not m:
-        raise ReferenceError_(
-            f'"{ref}" is not a valid reference; expected namespace/repository[/checkpoint][:tag|@sha256:…]'
-        )
+        problem = reference_problem(ref) or f"is not a valid reference; expected {_FORM}"
+        raise MalformedReference(f'"{ref}" {problem}')
     parts = m["path"].split("/")
     return ParsedReference(parts[0], parts[1], parts[2] if len(parts) == 3 else None, m["tag"], m["digest"])
 

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..choices import ProbeStatus
+from ..domain.outcomes import SUCCESS_LABEL, criterion_problems
 from ..domain.text import nul_free
 from ..models import ImageRepository, ImageVersion
 from ..runs import dispatch
@@ -98,6 +99,58 @@ def _package_checkpoints(labels: dict, log: list[str]) -> dict:
         checkpoints[name] = {"load": entry.get("load", {}), **({"scenarios": entry["scenarios"]} if isinstance(entry.get("scenarios"), list) else {})}
     log.append(f"ok    dev.rlmesh.package: checkpoints {', '.join(checkpoints) or 'none'}")
     return checkpoints
+
+
+def _success_label(labels: dict, log: list[str]) -> dict:
+    """The ``dev.rlmesh.platform.success`` label: success criteria by scenario id (``"*"``: every task). Raises
+    ProbeFailed when it is not a JSON object of valid criteria (the image then says something the platform cannot
+    apply)."""
+    raw = labels.get(SUCCESS_LABEL)
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ProbeFailed(f"label {SUCCESS_LABEL} is not JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise ProbeFailed(f'label {SUCCESS_LABEL} must be a JSON object {{"<scenario id>": {{"kind": …}}, "*": …}}')
+    for key, criterion in value.items():
+        problems = criterion_problems(criterion)
+        if problems:
+            sub, message = problems[0]
+            raise ProbeFailed(f"label {SUCCESS_LABEL}: {key}{sub} {message}")
+    log.append(f"ok    {SUCCESS_LABEL}: criteria for {', '.join(value) or 'nothing'}")
+    return value
+
+
+def scenario_catalog(envelope: dict, labels: dict, log: list[str]) -> list[dict]:
+    """The scenario catalog to record from a describe envelope's variants: id, name, params and — when the env
+    declares one — ``success``, from the image's ``dev.rlmesh.platform.success`` label, else the variant's own
+    metadata (``rlmesh.Variant(..., success={...})``; an unusable one is ignored with a warning)."""
+    by_label = _success_label(labels, log)
+    scenarios, declared = [], 0
+    for v in ((envelope.get("variants") or {}).get("catalog")) or []:
+        if not isinstance(v, dict) or not v.get("id"):
+            continue
+        meta = v.get("metadata") or {}
+        entry = {"id": v["id"], "name": meta.get("name", v["id"]), "params": v.get("params", {})}
+        criterion = by_label.get(v["id"], meta.get("success"))
+        if criterion is not None and criterion_problems(criterion):
+            sub, message = criterion_problems(criterion)[0]
+            log.append(f"warn  scenario {v['id']}: success criterion ignored: success{sub} {message}")
+        elif criterion is not None:
+            entry["success"] = dict(criterion)
+            declared += 1
+        scenarios.append(entry)
+    unknown = set(by_label) - {s["id"] for s in scenarios} - {"*"}
+    if unknown:
+        log.append(f"warn  {SUCCESS_LABEL} names scenarios the catalog does not have: {', '.join(sorted(unknown))}")
+    if scenarios:
+        undefined = len(scenarios) - declared
+        log.append(f"{'ok  ' if not undefined or '*' in by_label else 'warn'}  success criteria: {declared} of "
+                   f"{len(scenarios)} scenarios declare one" + (f" ({undefined} without: their success is undefined "
+                   "unless the env reports info[\"success\"])" if undefined and "*" not in by_label else ""))
+    return scenarios
 
 
 def _claimed_kind(config: dict, envelope: dict) -> str | None:
@@ -208,11 +261,7 @@ def _inspect(version: ImageVersion, log: list[str], found: dict) -> None:
         raise ProbeFailed(f"label dev.rlmesh.describe describes {label_target} but the image serves {served_target}; regenerate the label")
     if repo.kind and kind and kind != repo.kind:
         raise ProbeFailed(f"{repo.path} holds {repo.kind} images; this one is labelled {kind}")
-    catalog = ((envelope.get("variants") or {}).get("catalog")) or []
-    found["scenarios"] = [
-        {"id": v["id"], "name": (v.get("metadata") or {}).get("name", v["id"]), "params": v.get("params", {})}
-        for v in catalog if isinstance(v, dict) and v.get("id")
-    ]
+    found["scenarios"] = scenario_catalog(envelope, labels, log)
     found["kind"] = kind or repo.kind or None
 
 

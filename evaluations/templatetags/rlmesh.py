@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 from django import template
 from django.utils import timezone
 
+from ..domain.outcomes import criterion_summary
+
 register = template.Library()
 
 
@@ -41,3 +43,9 @@ def checks_passed(verifiers) -> str:
     if not verifiers:
         return ""
     return f"{sum(1 for v in verifiers if v.get('passed') is True)}/{len(verifiers)} checks"
+
+
+@register.filter
+def criterion(value) -> str:
+    """What a scenario's success criterion means in words (``"undefined"`` without one; see domain.outcomes)."""
+    return criterion_summary(value if isinstance(value, dict) else None)

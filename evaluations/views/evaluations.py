@@ -43,8 +43,9 @@ def _headline(evaluations: list[Evaluation]) -> None:
     """Attach ``headline`` (overall success rate and Wilson interval) to each evaluation, in one query."""
     stats = {
         row["evaluation_id"]: row
+        # Episodes without a verdict (success undefined, unverified rollouts) are no outcome of the success rate.
         for row in Episode.objects.filter(evaluation__in=evaluations, status=EpisodeStatus.COMPLETED,
-                                          success__isnull=False)  # unverified rollouts are no failures
+                                          success__isnull=False)
         .values("evaluation_id")
         .annotate(n=Count("id"), successes=Count("id", filter=Q(success=True)))
     }
@@ -156,9 +157,22 @@ def _episodes_context(request: HttpRequest, evaluation: Evaluation) -> dict:
     }
 
 
+def formatted_request(raw: str) -> str | None:
+    """The raw request indented (2 spaces, keys in their order, numbers exactly as sent: Python's json keeps
+    integers of any size), or None when it is already exactly that or is not JSON."""
+    try:
+        formatted = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+    except ValueError:
+        return None
+    return None if formatted == raw else formatted
+
+
 def _configuration_context(evaluation: Evaluation) -> dict:
     formatter = HtmlFormatter(nowrap=False, cssclass="highlight")
+    formatted = formatted_request(evaluation.request_raw)
     return {
+        # A compact request is one long line: show it formatted, with the exact bytes one click away.
+        "formatted_request_html": highlight(formatted, JsonLexer(), formatter) if formatted else None,
         "raw_request_html": highlight(evaluation.request_raw, JsonLexer(), formatter),
         "config_html": highlight(json.dumps(evaluation.config, indent=2), JsonLexer(), formatter),
         "has_env_vars": any(m.get("envVars") for m in evaluation.config.get("models", [])),

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from ..choices import WRITE_ROLES
+from ..domain import perturbations
 from ..forms import LaunchForm
 from ..planning import RequestInvalid, parse_request_body, plan_evaluation
 from ..runs.lifecycle import create_evaluation
@@ -33,6 +34,30 @@ def _preview(raw: str, org) -> dict:
     return {"workloads": plan.workload_summaries(), "estimates": plan.estimates(), "warnings": plan.warnings}
 
 
+def _page(request: HttpRequest, form: LaunchForm, *, status: int = 200, **context) -> HttpResponse:
+    can_write = active_membership(request).role in WRITE_ROLES
+    context = {"form": form, "catalogs": form.catalogs, "can_write": can_write,
+               "perturbation_catalog": perturbation_catalog(), **context}
+    return render(request, "evaluations/evaluation_new.html", context, status=status)
+
+
+def perturbation_catalog() -> list[dict]:
+    """The perturbations a task may name, with their range, for the form's hints."""
+    return [{"name": k.name, "unit": k.unit, "min": k.minimum, "max": k.maximum, "integer": k.integer, "description": k.description}
+            for k in perturbations.CATALOG.values()]
+
+
+def _submitted_request(request: HttpRequest, form: LaunchForm) -> str | None:
+    """The request text a POST launches: the JSON editor's (what JavaScript keeps in sync with the fields), unless
+    the fields were submitted ("Launch from these fields", the no-JavaScript path) or the JSON is empty; None when
+    the fields do not validate."""
+    # Browsers submit textarea line breaks as CRLF (HTML spec); the editor showed LF, so store LF.
+    raw = request.POST.get("request_json", "").replace("\r\n", "\n")
+    if raw.strip() and request.POST.get("source") != "fields":
+        return raw
+    return form.build_request() if form.is_valid() else None
+
+
 @login_required
 def evaluation_new(request: HttpRequest) -> HttpResponse:
     org = active_organization(request)
@@ -41,20 +66,15 @@ def evaluation_new(request: HttpRequest) -> HttpResponse:
         if not can_write:
             return HttpResponse("your role cannot launch evaluations", status=403)
         form = LaunchForm(request.POST, organization=org)
-        # Browsers submit textarea line breaks as CRLF (HTML spec); the editor showed LF, so store LF.
-        raw = request.POST.get("request_json", "").replace("\r\n", "\n")
-        if not raw.strip():
-            # Without JavaScript the JSON editor is not kept in sync: build the request from the fields.
-            if not form.is_valid():
-                return render(request, "evaluations/evaluation_new.html", {"form": form, "scenarios": form.scenarios, "can_write": can_write}, status=400)
-            raw = form.build_request()
+        raw = _submitted_request(request, form)
+        if raw is None:
+            return _page(request, form, status=400)
         try:
             plan = plan_evaluation(parse_request_body(raw.encode("utf-8")), organization=org)
         except RequestInvalid as exc:
             form.is_valid()
             form.add_error(None, str(exc))
-            context = {"form": form, "preview": {"errors": exc.errors, "message": str(exc)}, "scenarios": form.scenarios, "can_write": can_write}
-            return render(request, "evaluations/evaluation_new.html", context, status=400)
+            return _page(request, form, status=400, preview={"errors": exc.errors, "message": str(exc)})
         evaluation = create_evaluation(plan=plan, raw_body=raw, organization=org, creator=request.user)
         if request.htmx:
             return HttpResponseClientRedirect(evaluation.get_absolute_url())
@@ -64,8 +84,7 @@ def evaluation_new(request: HttpRequest) -> HttpResponse:
     if source:
         raw = org_evaluation(request, source).request_raw
     form = LaunchForm(initial={"request_json": raw}, organization=org)
-    context = {"form": form, "preview": _preview(raw, org), "scenarios": form.scenarios, "source": source, "can_write": can_write}
-    return render(request, "evaluations/evaluation_new.html", context)
+    return _page(request, form, preview=_preview(raw, org), source=source)
 
 
 @login_required

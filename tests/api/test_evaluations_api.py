@@ -110,7 +110,8 @@ BAD_REQUESTS = [
     (cartpole_request(models=[]), "models", "empty"),
     (cartpole_request(models=[{"model": "prebuilt/nope"}]), "models[0].model", 'unknown model "prebuilt/nope"'),
     (cartpole_request(models=[{"model": "prebuilt/classic-control"}]), "models[0].model", "is an env, not a model"),
-    (cartpole_request(models=[{"model": "Not A Ref!"}]), "models[0].model", "not a valid reference"),
+    (cartpole_request(models=[{"model": "Not A Ref!"}]), "models[0].model", '"Not A Ref!" has whitespace in its name "Not A Ref!": a name holds lowercase letters'),
+    (cartpole_request(models=[{"model": "Prebuilt/random"}]), "models[0].model", "names are lowercase (prebuilt/random)"),
     (cartpole_request(models=[{"model": "prebuilt/ppo"}]), "models[0].model", "needs a checkpoint"),
     (cartpole_request(models=[{"model": "prebuilt/ppo/mountaincar"}]), "models[0].model", 'no checkpoint "mountaincar"'),
     (cartpole_request(models=[{"model": "prebuilt/random:v9"}]), "models[0].model", 'no tag "v9"'),
@@ -336,10 +337,19 @@ class TestList:
         assert r.status_code == 400
         assert error_of(r)["details"][0]["path"] == path
 
-    def test_limit_is_clamped(self, api):
+    def test_limit_is_at_least_one_and_large_ones_are_clamped(self, api):
+        """Field case: ``limit=0`` returned one item. Zero, negative or not a number is a 400 naming the range;
+        above the maximum a page holds the maximum (the CLI sends --limit as given, even 0 or 1000)."""
         submit(api)
-        assert len(api.get("/v1/evaluations?limit=0").json()["items"]) == 1
-        assert api.get("/v1/evaluations?limit=100000").status_code == 200
+        submit(api)
+        for bad in ("0", "-3", "ten", "1.5"):
+            r = api.get(f"/v1/evaluations?limit={bad}")
+            assert r.status_code == 400, bad
+            assert r.json()["error"]["details"][0]["path"] == "limit" and "from 1 to 500" in r.json()["error"]["message"]
+        one = api.get("/v1/evaluations?limit=1").json()
+        assert len(one["items"]) == 1 and one["nextCursor"]
+        assert len(api.get("/v1/evaluations?limit=100000").json()["items"]) == 2
+        assert len(api.get("/v1/evaluations").json()["items"]) == 2
 
 
 # ---------------------------------------------------------- cancellation

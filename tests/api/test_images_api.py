@@ -4,6 +4,7 @@ import pytest
 
 from evaluations.models import ImageRepository, ImageVersion
 from evaluations.services.catalog import sync_prebuilt
+from tests.conftest import CARTPOLE_TASK
 
 pytestmark = pytest.mark.django_db
 
@@ -28,8 +29,48 @@ def test_one_image_by_reference(api):
     for missing in ("prebuilt/ppo/nope", "prebuilt/random:nope", "prebuilt/random/ckpt", "prebuilt/random@sha256:" + "f" * 64):
         assert api.get(f"/v1/images/{missing}").status_code == 404, missing
     assert api.get("/v1/images/prebuilt/nope").status_code == 404
-    assert api.get("/v1/images/NOT VALID").status_code == 404
     assert api.get("/v1/images?kind=tool").status_code == 400
+
+
+@pytest.mark.parametrize("reference,message", [
+    # Field case: "not a valid reference" with no word that names are lowercase.
+    ("Prebuilt/classic-control", 'has uppercase letters in its namespace "Prebuilt": names are lowercase (prebuilt/classic-control)'),
+    ("prebuilt/Classic-Control", 'uppercase letters in its repository name "Classic-Control": names are lowercase'),
+    ("NOT VALID", 'has whitespace in its name "NOT VALID"'),
+    ("classic-control", 'names no namespace; write namespace/repository, e.g. "prebuilt/classic-control"'),
+    ("prebuilt/classic control", 'whitespace in its repository name "classic control"'),
+    ("prebuilt/random@latest", 'has "@latest" where a digest is expected: @sha256:<64 lowercase hex digits> (a tag is written prebuilt/random:latest)'),
+    ("prebuilt/random@sha256:ABCD", 'a malformed digest "sha256:ABCD"'),
+    ("prebuilt/random:", 'an empty tag after ":"'),
+    ("127.0.0.1:5000/demo/my-env", 'starts with a registry host "127.0.0.1:5000": drop it (demo/my-env)'),
+])
+def test_malformed_references_are_a_400_saying_what_is_wrong(api, reference, message):
+    r = api.get(f"/v1/images/{reference}")
+    assert r.status_code == 400, r.content
+    error = r.json()["error"]
+    assert error["code"] == "invalid_reference" and message in error["message"], error
+    # the same words on every endpoint that takes a reference, and in a request's field errors
+    assert api.post(f"/v1/images/{reference}/probes").status_code == 400
+    preview = api.post("/v1/evaluation-previews", {"model": reference, "tasks": [CARTPOLE_TASK]}, format="json")
+    assert preview.status_code == 400 and message in preview.json()["error"]["details"][0]["message"]
+
+
+def test_well_formed_unknown_references_are_a_404(api):
+    for missing in ("prebuilt/nope", "demo/my-env:v1", "localhost/rlmesh-classic-control:latest"):
+        r = api.get(f"/v1/images/{missing}")
+        assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", missing
+        assert api.post(f"/v1/images/{missing}/probes").status_code == 404
+
+
+def test_prebuilt_images_are_read_by_everyone_and_probed_or_deleted_by_no_one(api):
+    """Field case: POST …/probes on a prebuilt image answered 404 "image not found" while GET said 200."""
+    assert api.get("/v1/images/prebuilt/random").status_code == 200
+    r = api.post("/v1/images/prebuilt/random/probes")
+    assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden"
+    assert "prebuilt image" in r.json()["error"]["message"] and "never probed" in r.json()["error"]["message"]
+    digest = api.get("/v1/images/prebuilt/random").json()["currentVersion"]
+    r = api.delete(f"/v1/images/prebuilt/random@{digest}")
+    assert r.status_code == 403 and "prebuilt image" in r.json()["error"]["message"]
 
 
 def test_another_organizations_images_are_invisible(api, tenant_b):
@@ -90,7 +131,7 @@ def test_deleting_a_version_is_refused_while_an_evaluation_uses_it(api, tenant_a
     version.refresh_from_db()
     repo.refresh_from_db()
     assert version.probe_status == "deleted" and repo.current_version is None  # kept: a finished evaluation names it
-    assert api.delete("/v1/images/prebuilt/random@sha256:" + "4" * 64).status_code == 404
+    assert api.delete("/v1/images/prebuilt/random@sha256:" + "4" * 64).status_code == 403  # prebuilt: never deleted
     assert tenant_a.client(tenant_a.viewer_key).delete(f"/v1/images/a/my-env@{version.digest}").status_code == 403
 
 

@@ -72,14 +72,14 @@ def snapshot(media_root: Path) -> tuple:
     return Evaluation.objects.count(), Workload.objects.count(), Episode.objects.count(), files
 
 
-def expected_success(ep: dict, criterion: dict | None) -> tuple[bool, str]:
-    """The documented rule: env flag, else the workload's successCriterion (here only "survived"), else terminated."""
+def expected_success(ep: dict, criterion: dict | None) -> tuple[bool | None, str]:
+    """The documented rule: env flag, else the workload's successCriterion (here only "survived"), else undefined."""
     if ep["success"] is not None:
         return ep["success"], "env"
     if criterion:
         assert criterion == {"kind": "survived"}
         return (not ep["terminated"] and ep["truncated"]), "criterion"
-    return ep["terminated"], "terminated"
+    return None, "undefined"
 
 
 # ---------------------------------------------------------------- importing
@@ -172,15 +172,28 @@ def test_a_zip_of_the_exported_folder_is_accepted(api, media_root):
     assert Episode.objects.filter(evaluation__public_id=r.json()["id"]).exclude(video="").count() == 4
 
 
-def test_success_comes_from_the_env_flag_then_the_criterion_then_terminated(api, media_root):
+def test_success_comes_from_the_env_flag_then_the_criterion_else_it_is_undefined(api, media_root):
     doc = fixture_doc()
     doc["workloads"][0]["episodes"][0]["success"] = False  # the env said so: it wins over the criterion
     del doc["workloads"][1]["config"]["successCriterion"]
     body = upload(api, make_bundle(doc)).json()
     groups = {g["key"]["model"]: g for g in api.get(f"/v1/evaluations/{body['id']}/scores").json()["groups"]}
     assert groups["pd"]["successSources"] == {"env": 1, "criterion": 1} and groups["pd"]["successes"] == 1
-    assert groups["left"]["successSources"] == {"terminated": 2} and groups["left"]["successes"] == 2
-    assert any("success is `terminated`" in w for w in body["warnings"])
+    # No flag, no criterion: never a guess from `terminated` (on CartPole it means the pole fell).
+    left = groups["left"]
+    assert left["successSources"] == {"undefined": 2} and left["successRate"] is None and left["successRateCi"] is None
+    assert left["successUndefined"] == 2 and left["meanReward"] is not None  # returns are still scored
+    episodes = api.get(f"/v1/evaluations/{body['id']}/episodes").json()["items"]
+    assert {(e["success"], e["successSource"]) for e in episodes if e["model"] == "left"} == {(None, "undefined")}
+    assert any("success is undefined" in w for w in body["warnings"])
+
+
+def test_a_bad_success_criterion_in_a_bundle_names_its_path(api, media_root):
+    doc = fixture_doc()
+    doc["workloads"][0]["config"]["successCriterion"] = {"kind": "survived", "steps": 0}
+    r = upload(api, make_bundle(doc))
+    assert r.status_code == 400
+    assert {"path": "result.json$.workloads[0].config.successCriterion.steps", "message": "must be a whole number ≥ 1"} in r.json()["error"]["details"]
 
 
 def test_warm_up_episodes_are_skipped_and_unseeded_ones_flagged(api, media_root):

@@ -19,10 +19,16 @@ def _error(response, status: int) -> dict:
     return response.json()["error"]
 
 
-@pytest.mark.parametrize("path", ["/v1/evaluations/a%00b", "/v1/evaluations/a%00b/scores", "/v1/evaluations/a%00b/episodes",
-                                  "/v1/images/a/b%00", "/v1/images/a%00/b@sha256:" + "0" * 64])
+@pytest.mark.parametrize("path", ["/v1/evaluations/a%00b", "/v1/evaluations/a%00b/scores", "/v1/evaluations/a%00b/episodes"])
 def test_an_id_with_a_nul_names_nothing(api, path):
     assert _error(api.get(path), 404)["code"] == "not_found"
+
+
+@pytest.mark.parametrize("path", ["/v1/images/a/b%00", "/v1/images/a%00/b@sha256:" + "0" * 64])
+def test_a_reference_with_a_nul_is_malformed(api, path):
+    """A NUL is a character no name holds: the reference is malformed (400 naming it), not an unknown image."""
+    error = _error(api.get(path), 400)
+    assert error["code"] == "invalid_reference" and "'\\x00'" in error["message"]
 
 
 @pytest.mark.parametrize("query", ["tag=a:%00", "q=%00", "status=%00", "cursor=%00"])

@@ -70,6 +70,25 @@ def submit(platform, body: dict) -> subprocess.CompletedProcess:
     return platform.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
 
 
+def check_image(platform, image: str) -> subprocess.CompletedProcess:
+    """The official CLI's own admission pre-check (``docker image inspect`` through Podman's Docker API)."""
+    env = {**os.environ, "DOCKER_HOST": platform.env["DOCKER_HOST"], "RLMESH_WORKFLOW_EDITION": "2026.06"}
+    return subprocess.run([str(ROOT / ".venv/bin/rlmesh"), "check-image", image, "--json"], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=120)
+
+
+@pytest.mark.parametrize("name", ["classic-control", "classic-control-heuristics", "ppo"])
+def test_the_catalog_images_pass_rlmesh_check_image(platform, name):
+    """Field case: the catalog's own images failed ``rlmesh check-image`` (``declares no tags``). The env publishes
+    EnvTags; the models declare NO_ADAPTER (a warning only: no class-level ModelSpec)."""
+    r = check_image(platform, f"localhost/rlmesh-{name}:latest")
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(r.stdout)
+    assert report["failed"] == [], report
+    if name == "classic-control":
+        assert report["warnings"] == [] and any("env_tags: declared" in line for line in report["passed"]), report
+
+
 def test_push_probe_run_pin_and_deny(platform):
     info = platform.api("/v1/registry/info")
     assert info == {"host": REGISTRY, "namespaces": ["demo"]}
@@ -96,6 +115,13 @@ def test_push_probe_run_pin_and_deny(platform):
     mountaincar = [e for e in episodes if e["taskId"] == "classic/MountainCar-v0"]
     assert [e["steps"] for e in cartpole] == [500, 500, 500]
     assert all(e["terminated"] and e["steps"] < 200 for e in mountaincar)  # the heuristic reaches the flag
+    # Field case: a perfect policy scored 0 % here (success "terminated": the pole fell). The image declares its
+    # criteria (variant metadata), the probe recorded them: every episode succeeds by the scenario's criterion.
+    assert {(e["success"], e["successSource"]) for e in episodes} == {(True, "criterion")}
+    assert next(s for s in env["scenarios"] if s["id"] == "classic/CartPole-v1")["successCriterion"]["kind"] == "survived"
+    assert "success criteria: 5 of 5 scenarios declare one" in env["versions"][0]["probeLog"]
+    scores = platform.api(f"/v1/evaluations/{eval_id}/scores")["groups"]
+    assert [g["successRate"] for g in scores] == [1.0, 1.0]
 
     # a new :latest push moves the current version; a pinned digest keeps running the old one
     sh("podman", "build", "-q", "-t", "localhost/rlmesh-classic-control:v2", "--label", "variant=v2",
@@ -116,6 +142,21 @@ def test_push_probe_run_pin_and_deny(platform):
     r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", f"Authorization: Bearer {platform.other_key}",
                         f"{platform.url}/v1/images/demo/heuristics"], capture_output=True, text=True)
     assert r.stdout == "404"
+
+
+def test_the_readme_own_image_steps_score_a_perfect_policy_100_percent(platform):
+    """Field case, verbatim: rlmesh-classic-control pushed as demo/my-env, evaluated with the prebuilt heuristics on
+    classic/CartPole-v1: 5 episodes of 500/500 steps scored 0 % (success "terminated"), 100 % on prebuilt."""
+    assert push(platform, "localhost/rlmesh-classic-control:latest", "demo/my-env:latest", platform.api_key).returncode == 0
+    assert wait_probe(platform, "demo/my-env")["versions"][0]["probeStatus"] == "passed"
+    body = {"model": "prebuilt/classic-control-heuristics", "tasks": [{"env": "demo/my-env", "taskId": "classic/CartPole-v1", "episodes": 5}]}
+    r = submit(platform, body)
+    assert not any("nothing defines success" in w for w in json.loads(r.stdout)["warnings"])
+    eval_id = json.loads(r.stdout)["id"]
+    wait_for(lambda: platform.api(f"/v1/evaluations/{eval_id}")["status"] in ("completed", "failed"), timeout=300)
+    episodes = platform.api(f"/v1/evaluations/{eval_id}/episodes")["items"]
+    assert [(e["steps"], e["success"], e["successSource"]) for e in episodes] == [(500, True, "criterion")] * 5
+    assert platform.api(f"/v1/evaluations/{eval_id}/scores")["groups"][0]["successRate"] == 1.0
 
 
 def test_broken_image_fails_its_probe_and_is_refused(platform):
@@ -245,7 +286,9 @@ def test_env_containers_serve_on_a_unix_socket_without_any_network(platform, set
         assert server.container.attrs["HostConfig"]["NetworkMode"] == "none"
         interfaces = server.container.exec_run(["python3", "-c", "import socket; print(sorted(n for _, n in socket.if_nameindex()))"]).output.decode()
         assert interfaces.strip() == "['lo']", interfaces
-        result = rlmesh.run(rlmesh.numpy.Model(lambda obs: int(obs[2] + 0.5 * obs[3] > 0)), server.address, seeds=[0], max_episode_steps=50)
+        # NO_ADAPTER: the env publishes EnvTags, and rlmesh refuses a spec-less model there
+        model = rlmesh.numpy.Model(lambda obs: int(obs[2] + 0.5 * obs[3] > 0), spec=rlmesh.NO_ADAPTER)
+        result = rlmesh.run(model, server.address, seeds=[0], max_episode_steps=50)
         assert result.episodes[0].steps == 50
     finally:
         server.stop()

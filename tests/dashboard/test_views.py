@@ -103,6 +103,38 @@ def test_configuration_shows_raw_request_exactly_and_warns_about_env_vars(web, t
     assert download.content == raw.encode() and "attachment" in download["Content-Disposition"]
 
 
+def test_a_compact_request_is_shown_formatted_beside_its_exact_bytes(web, tenant_a):
+    """Field case: the Configuration tab showed a compact request as one unreadable line."""
+    raw = '{"model":"prebuilt/random","tasks":[{"env":"prebuilt/classic-control","taskId":"classic/CartPole-v1","episodes":1,"seed":9007199254740993}]}'
+    evaluation = submit(tenant_a, json.loads(raw), raw=raw)
+    html = web.get(f"/evaluations/{evaluation.public_id}/configuration").content.decode()
+    formatted = html.split('id="request-formatted"')[1].split('id="request-exact"')[0]
+    assert "9007199254740993" in formatted and formatted.count("\n") > 8  # indented, the big seed exact
+    assert 'data-request-view="exact"' in html and 'id="request-exact"' in html
+    embedded = html.split('<script id="raw-request" type="application/json">')[1].split("</script>")[0]
+    assert json.loads(embedded) == raw  # Copy stays byte-exact
+    assert web.get(f"/evaluations/{evaluation.public_id}/request.json").content == raw.encode()  # and Download
+    # an already formatted request needs no second view
+    pretty = json.dumps(json.loads(raw), indent=2)
+    html = web.get(f"/evaluations/{submit(tenant_a, json.loads(pretty), raw=pretty).public_id}/configuration").content.decode()
+    assert 'id="request-formatted"' not in html and 'id="request-exact"' in html
+
+
+@pytest.mark.parametrize("url", ["/evaluations/{id}/episodes", "/evaluations/{id}/configuration", "/evaluations/{id}/overview?groupBy=model",
+                                 "/evaluations?status=queued"])
+def test_history_restore_requests_get_the_full_page(web, tenant_a, url):
+    """Field case: Back after htmx's history cache missed got a bare fragment (no header, no tabs)."""
+    evaluation = submit(tenant_a)
+    url = url.format(id=evaluation.public_id)
+    restored = web.get(url, HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
+    html = restored.content.decode()
+    assert restored.status_code == 200 and "<html" in html and 'class="topbar"' in html
+    assert "HX-History-Restore-Request" in restored["Vary"] and "HX-Request" in restored["Vary"]
+    if "/evaluations/eval_" in url:
+        assert 'nav class="tabs"' in html
+    assert b"<html" not in web.get(url, HTTP_HX_REQUEST="true").content  # a plain swap still gets its fragment
+
+
 def test_logs_tab(web, tenant_a):
     evaluation = submit(tenant_a)
     html = web.get(f"/evaluations/{evaluation.public_id}/logs").content.decode()
@@ -212,7 +244,7 @@ class TestLaunch:
     def test_without_javascript_the_fields_build_the_request(self, web):
         r = web.post("/evaluations/new", {
             "models": ["prebuilt/random", "prebuilt/ppo/cartpole"], "env": "prebuilt/classic-control",
-            "task_id": "classic/CartPole-v1", "episodes": 4, "seed": 3, "workers": 2, "tags": "team:rl, run:1",
+            "task_ids": "classic/CartPole-v1", "episodes": 4, "seed": 3, "workers": 2, "tags": "team:rl, run:1",
             "env_vars": "A=1", "name": "from fields",
         })
         assert r.status_code == 302
@@ -222,6 +254,48 @@ class TestLaunch:
         assert [m["model"] for m in req["models"]] == ["prebuilt/random", "prebuilt/ppo/cartpole"]
         assert req["models"][0]["envVars"] == {"A": "1"}
         assert req["tasks"] == [{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 4, "seed": 3, "workers": 2}]
+
+    def test_without_javascript_every_request_field_has_a_field(self, web):
+        """Several tasks (picked scenarios plus typed ids), a perturbation sweep, record, success, params, label and
+        timeout: the form covers the request, and "Launch from these fields" wins over the (hidden) JSON."""
+        r = web.post("/evaluations/new", {
+            "source": "fields", "request_json": '{"stale": true}',
+            "models": ["prebuilt/classic-control-heuristics"], "env": "prebuilt/classic-control",
+            "scenarios": ["classic/MountainCar-v0", "classic/CartPole-v1"], "task_ids": "classic/Acrobot-v1\nclassic/CartPole-v1",
+            "episodes": 1, "seed": 9007199254740993, "max_steps": 50, "perturbation": "obs_noise", "strengths": "none, 0.05",
+            "record": "first", "record_first": 1, "success_kind": "return_at_least", "success_threshold": "-60",
+            "label": "nightly", "timeout_seconds": "600",
+        })
+        assert r.status_code == 302, r.content.decode()[:3000]
+        req = Evaluation.objects.get().request
+        assert [(t["taskId"], t.get("perturbation")) for t in req["tasks"]] == [
+            ("classic/Acrobot-v1", None), ("classic/Acrobot-v1", "obs_noise:0.05"),
+            ("classic/CartPole-v1", None), ("classic/CartPole-v1", "obs_noise:0.05"),
+            ("classic/MountainCar-v0", None), ("classic/MountainCar-v0", "obs_noise:0.05")]
+        task = req["tasks"][1]
+        assert (task["seed"], task["maxSteps"], task["record"]) == (9007199254740993, 50, "first:1")
+        assert task["successCriterion"] == {"kind": "return_at_least", "threshold": -60.0}
+        assert req["metadata"] == {"evaluationLabel": "nightly"} and req["timeoutSeconds"] == 600.0
+
+    def test_the_form_renders_the_catalog_picker_and_param_widgets(self, web):
+        html = web.get("/evaluations/new").content.decode()
+        assert "{#" not in html and "htmx may not eval" not in html  # base.html's comment no longer shows on the page
+        assert 'data-catalog-env="prebuilt/metaworld"' in html and 'data-select-benchmark="mt10"' in html
+        assert "All of mt10 (10)" in html and 'value="mt10/pick-place-v3"' in html
+        assert "success: the pole stayed up until the time limit (500 steps)" in html
+        # Meta-World's declared parameters, minus the scenario's own and physics (a perturbation)
+        assert 'name="param:prebuilt/metaworld:image_size"' in html and 'name="param:prebuilt/metaworld:task"' not in html
+        assert 'name="param:prebuilt/metaworld:physics"' not in html
+        assert 'inputmode="numeric"' in html and 'name="seed"' in html and 'type="number" name="seed"' not in html
+
+    def test_params_from_the_widgets_reach_the_request_typed(self, web):
+        r = web.post("/evaluations/new", {
+            "source": "fields", "models": ["prebuilt/metaworld-expert"], "env": "prebuilt/metaworld",
+            "scenarios": ["mt10/reach-v3"], "episodes": 1, "param:prebuilt/metaworld:render_size": "64",
+            "param:prebuilt/classic-control:env_id": "ignored: another env's widget",
+        })
+        assert r.status_code == 302, r.content.decode()[:2000]
+        assert Evaluation.objects.get().request["tasks"][0]["params"] == {"render_size": 64}
 
     def test_errors_are_the_apis_and_nothing_is_created(self, web):
         raw = '{"models": ["prebuilt/nope"], "tasks": [{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 0}]}'

@@ -140,3 +140,31 @@ def test_killing_the_worker_mid_shard_loses_and_duplicates_nothing(platform):
     assert any(("stopped answering" in m or "exited" in m) and "re-queued" in m for m in messages), messages
     # The re-run resumes after what the killed run recorded (its attempt count starts over: it made progress).
     assert any(f"resumed: {done_at_kill}" in m or "attempt 2" in m for m in messages), messages
+
+
+def test_field_cases_through_the_unmodified_clients(live, monkeypatch):
+    """scenario_tasks(..., tasks=[0]) builds classic/0; a capitalised reference; --limit 0; probing a prebuilt image."""
+    monkeypatch.setenv("RLMESH_API_KEY", live.api_key)
+    monkeypatch.setenv("RLMESH_PLATFORM_URL", live.url)
+    from rlmesh.platform import Client, PlatformError, scenario_tasks
+
+    client = Client()
+    tasks = scenario_tasks("prebuilt/classic-control", "classic", tasks=[0], episodes=2)
+    assert tasks[0]["taskId"] == "classic/0"
+    submitted = client.submit({"model": "prebuilt/classic-control-heuristics", "tasks": tasks})
+    final = client.wait(submitted["id"], poll_seconds=1, timeout=300)
+    assert final["status"] == "completed" and final["config"]["tasks"][0]["taskId"] == "classic/CartPole-v1"
+    (group,) = client.scores(submitted["id"])["groups"]
+    assert group["key"]["taskId"] == "classic/CartPole-v1" and group["successRate"] == 1.0
+
+    with pytest.raises(PlatformError) as err:
+        client.get("/v1/images/Prebuilt/classic-control")
+    assert err.value.status == 400 and "names are lowercase (prebuilt/classic-control)" in str(err.value)
+    with pytest.raises(PlatformError) as err:
+        client.post("/v1/images/prebuilt/random/probes", {})
+    assert err.value.status == 403 and "prebuilt image" in str(err.value)
+
+    r = live.cli("eval", "list", "--limit", "0")
+    assert r.returncode == 1 and "HTTP 400 Bad Request: limit: must be a whole number from 1 to 500" in r.stderr, r.stderr
+    r = live.cli("eval", "submit", "-", stdin=json.dumps({"model": "Prebuilt/random", "tasks": tasks}))
+    assert r.returncode == 1 and 'model.model: "Prebuilt/random" has uppercase letters' in r.stderr, r.stderr

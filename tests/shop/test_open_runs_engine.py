@@ -88,7 +88,7 @@ def test_an_open_run_without_verifiers_or_judge_is_unverified(tenant_a, referenc
     episode = evaluation.episodes.get()
     assert episode.success is None and episode.success_source == "" and episode.transcript
     (group,) = evaluation_scores(evaluation, "task")["groups"]
-    assert (group["unverified"], group["episodes"], group["successRate"]) == (1, 0, None)
+    assert (group["successUndefined"], group["episodes"], group["successRate"], group["meanReward"]) == (1, 1, None, None)
     assert status_document(evaluation)["usage"]["unverified"] == 1
 
 

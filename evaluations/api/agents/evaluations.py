@@ -43,7 +43,7 @@ class AgentEvaluationListView(AgentView):
 
     @extend_schema(
         parameters=[OpenApiParameter("environment_id", str, description="e.g. miniwob or prebuilt/miniwob"),
-                    OpenApiParameter("limit", int, description="page size, 1–500 (default 20)"),
+                    OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size ≥ 1 (default 20; above 500 a page holds 500); 0, negative or not a number → 400"),
                     OpenApiParameter("cursor", str, description="next_cursor of the previous page")],
         responses={200: AgentEvaluationListSerializer, **errors(400, 401)}, summary="Agent evaluations, newest first",
         operation_id="agents_evaluations_list")

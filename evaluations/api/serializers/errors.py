@@ -9,7 +9,7 @@ __all__ = ["ErrorSerializer", "errors"]
 
 
 class ErrorBodySerializer(serializers.Serializer):
-    code = serializers.CharField(help_text="machine-readable: invalid_request, parse_error, unauthenticated, forbidden, "
+    code = serializers.CharField(help_text="machine-readable: invalid_request, invalid_reference, parse_error, unauthenticated, forbidden, "
                                            "not_found, method_not_allowed, not_acceptable, conflict, payload_too_large, "
                                            "unsupported_media_type, range_not_satisfiable, throttled, storage_quota_exceeded, internal_error")
     message = serializers.CharField(help_text="what the official clients print")

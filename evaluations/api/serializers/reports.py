@@ -29,17 +29,22 @@ class ScoreGroupKeySerializer(serializers.Serializer):
 class ScoreGroupSerializer(serializers.Serializer):
     key = ScoreGroupKeySerializer()
     episodes = serializers.IntegerField(help_text="completed episodes (errored ones are counted in errors only)")
-    successes = serializers.IntegerField()
-    successRate = serializers.FloatField(allow_null=True, help_text="null when no episode completed")  # noqa: N815
+    successes = serializers.IntegerField(help_text="episodes judged successful")
+    successUndefined = serializers.IntegerField(  # noqa: N815
+        help_text="completed episodes without a success verdict: no env flag and no criterion (source `undefined`), "
+        "or an agent's open run with no verifiers and no judge (unverified); they count in returns and steps, never "
+        "as failures of the success rate")
+    successRate = serializers.FloatField(  # noqa: N815
+        allow_null=True, help_text="successes / judged episodes; null when no episode completed or none has a verdict "
+        "(\"success undefined\": nothing defines success for the task)")
     successRateCi = _interval(allow_null=True, help_text="95% Wilson interval [low, high]")  # noqa: N815
     meanReward = serializers.FloatField(allow_null=True)  # noqa: N815
     meanRewardCi = _interval(allow_null=True, help_text="95% Student-t interval; null under two episodes")  # noqa: N815
     meanSteps = serializers.FloatField(allow_null=True)  # noqa: N815
     errors = serializers.IntegerField(help_text="errored episodes")
-    unverified = serializers.IntegerField(help_text="completed episodes without a verdict (agent open runs with no "
-                                                    "verifiers or judge): outside every rate and mean")
     successSources = serializers.DictField(child=serializers.IntegerField(),  # noqa: N815
-                                           help_text="verdicts per success source (env, criterion, terminated)")
+                                           help_text="verdicts per success source: env, criterion, undefined (and terminated "
+                                                     "for episodes recorded before success could be undefined)")
     tasks = serializers.IntegerField(required=False, help_text="rollups across tasks only: how many tasks completed episodes")
     iqmSuccessRate = serializers.FloatField(required=False, help_text="rollups over ≥ 2 tasks: interquartile mean of "  # noqa: N815
                                                                       "per-task success rates (rliable)")

@@ -49,7 +49,7 @@ class ShopApp:
         self.state = state
         self.lock = threading.RLock()
         self.seq = 0
-        self._static = {f"/_wob/core.js": ("core.js", "text/javascript"),
+        self._static = {"/_wob/core.js": ("core.js", "text/javascript"),
                         "/_shop/shop.js": ("shop.js", "text/javascript"), "/_shop/shop.css": ("shop.css", "text/css")}
         self._cache: dict[str, bytes] = {}
 
