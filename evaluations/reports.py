@@ -3,40 +3,47 @@
 from __future__ import annotations
 
 
+from django.db.models import Avg, Count, F, Q, Sum
+
 from .agent_reports import agent_metrics
 from .domain import scoring
 from .domain.profiles import task_mean_profile
 from .choices import EpisodeStatus
 from .models import Episode, Evaluation, Shard
 
-__all__ = ["PROFILE_THRESHOLDS", "evaluation_metrics", "evaluation_scores", "episode_rows", "performance_profiles",
-           "task_label"]
+__all__ = ["PROFILE_THRESHOLDS", "evaluation_metrics", "evaluation_scores", "performance_profiles",
+           "score_cells", "task_label"]
 
 
-def episode_rows(evaluation: Evaluation) -> list[dict]:
-    """Every episode of the evaluation as a plain dict with its workload's grouping fields."""
-    rows = []
-    for r in Episode.objects.filter(evaluation=evaluation).values(
-        "status", "success", "reward", "steps", "success_source",
-        "workload__model_ref", "workload__env_ref", "workload__task_id", "workload__scenario",
-        "workload__benchmark", "workload__perturbation",
-    ):
-        rows.append(
-            {
-                "status": r["status"],
-                "success": r["success"],
-                "reward": r["reward"],
-                "steps": r["steps"],
-                "successSource": r["success_source"],
-                "model": r["workload__model_ref"],
-                "env": r["workload__env_ref"],
-                "taskId": r["workload__task_id"],
-                "scenario": r["workload__scenario"],
-                "benchmark": r["workload__benchmark"] or None,
-                "perturbation": r["workload__perturbation"] or "none",
-            }
-        )
-    return rows
+_WORKLOAD = {"model": "workload__model_ref", "env": "workload__env_ref", "taskId": "workload__task_id",
+             "scenario": "workload__scenario", "benchmark": "workload__benchmark",
+             "perturbation": "workload__perturbation"}
+
+
+def score_cells(evaluation: Evaluation) -> list[dict]:
+    """The evaluation's scoring cells (``domain.scoring``), computed by the database in one aggregate query grouped
+    by workload and success source: counts, mean and sum of squared deviations of rewards (from the sum of squares: SQLite's variance aggregate
+    fails on an empty group), summed steps, with the
+    workload's grouping fields. In workload order; workloads without episodes are left out."""
+    completed = Q(status=EpisodeStatus.COMPLETED)
+    aggregates = (Episode.objects.filter(evaluation=evaluation).order_by()
+                  .values("workload__index", *_WORKLOAD.values(), "success_source")
+                  .annotate(completed=Count("id", filter=completed), errors=Count("id", filter=~completed),
+                            judged=Count("success", filter=completed),
+                            successes=Count("id", filter=completed & Q(success=True)),
+                            rewardN=Count("reward", filter=completed), rewardMean=Avg("reward", filter=completed),
+                            rewardSq=Sum(F("reward") * F("reward"), filter=completed), steps=Sum("steps", filter=completed)))
+    cells = []
+    for a in sorted(aggregates, key=lambda a: (a["workload__index"], a["success_source"])):
+        n = a["rewardN"]
+        key = {field: a[column] for field, column in _WORKLOAD.items()}
+        key.update(benchmark=key["benchmark"] or None, perturbation=key["perturbation"] or "none")
+        cells.append({**key, "completed": a["completed"], "errors": a["errors"], "judged": a["judged"],
+                      "successes": a["successes"], "rewardN": n, "rewardMean": a["rewardMean"] if n else None,
+                      "rewardM2": max((a["rewardSq"] or 0.0) - n * (a["rewardMean"] or 0.0) ** 2, 0.0), "steps": a["steps"] or 0,
+                      "sources": {a["success_source"]: a["completed"]} if a["success_source"] and a["completed"]
+                      else {}})
+    return cells
 
 
 def task_label(row: dict) -> str:
@@ -51,17 +58,17 @@ PROFILE_THRESHOLDS = [i / 50 for i in range(51)]
 _PROFILE_DRAWS = 5_000_000
 
 
-def performance_profiles(rows: list[dict]) -> dict[str, dict]:
+def performance_profiles(cells: list[dict]) -> dict[str, dict]:
     """Per model, the rliable performance profile of its tasks' success rates with the bootstrap band
-    (``domain.profiles.task_mean_profile``). A task is an env · ``task_label``; only completed episodes with a
-    success verdict count; models without any are left out."""
-    by_model: dict[str, dict[str, list[float]]] = {}
-    for r in rows:
-        if r["status"] == EpisodeStatus.COMPLETED and r["success"] is not None:
-            task = f"{r['env']} · {task_label(r)}"
-            by_model.setdefault(r["model"], {}).setdefault(task, []).append(1.0 if r["success"] else 0.0)
+    (``domain.profiles.task_mean_profile``), from scoring cells (:func:`score_cells`). A task is an env ·
+    ``task_label``; only completed episodes with a success verdict count; models without any are left out."""
+    by_model = {model: scoring.task_outcomes([c for c in cells if c["model"] == model],
+                                             task=lambda c: f"{c['env']} · {task_label(c)}")
+                for model in dict.fromkeys(c["model"] for c in cells)}
     profiles = {}
     for model, by_task in by_model.items():
+        if not by_task:
+            continue
         reps = max(200, min(2000, _PROFILE_DRAWS // sum(len(v) for v in by_task.values())))
         profiles[model] = task_mean_profile(by_task, PROFILE_THRESHOLDS, reps=reps)
     return profiles
@@ -70,7 +77,7 @@ def performance_profiles(rows: list[dict]) -> dict[str, dict]:
 def evaluation_scores(evaluation: Evaluation, group_by: str = "task") -> dict:
     """``{"evaluation", "groupBy", "confidence", "groups": [...]}``; each group also says which success
     sources its verdicts came from. Raises ValueError for an unknown ``group_by``."""
-    groups = scoring.group_scores(episode_rows(evaluation), group_by)
+    groups = scoring.group_cells(score_cells(evaluation), group_by)
     return {"evaluation": evaluation.public_id, "groupBy": group_by, "confidence": 0.95, "groups": groups}
 
 

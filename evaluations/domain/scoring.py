@@ -15,15 +15,21 @@ from scipy import stats
 
 __all__ = [
     "GROUP_FIELDS",
+    "cell_of_rows",
+    "group_cells",
     "group_scores",
     "histogram_add",
     "histogram_merge",
     "histogram_percentile",
     "iqm_interval",
     "mean_interval",
+    "mean_interval_of_moments",
+    "merge_cells",
     "percentile",
     "split_task_id",
     "summarize",
+    "summarize_cell",
+    "task_outcomes",
     "wilson_interval",
 ]
 
@@ -59,9 +65,19 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[fl
     if n == 0:
         raise ValueError("mean_interval needs at least one value")
     mean = math.fsum(values) / n
+    return mean_interval_of_moments(n, mean, math.fsum((v - mean) ** 2 for v in values), confidence)
+
+
+def mean_interval_of_moments(n: int, mean: float, m2: float, confidence: float = 0.95) -> tuple[float, float | None,
+                                                                                               float | None]:
+    """:func:`mean_interval` from ``n`` values' mean and sum of squared deviations ``m2`` (what a database aggregate
+    or :func:`merge_cells` gives). Returns ``(mean, low, high)``; ``low``/``high`` None when ``n < 2``. Raises
+    ValueError if ``n < 1``."""
+    if n < 1:
+        raise ValueError("mean_interval needs at least one value")
     if n < 2:
         return mean, None, None
-    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    var = max(m2, 0.0) / (n - 1)
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * math.sqrt(var / n)
     return mean, mean - half, mean + half
 
@@ -121,6 +137,80 @@ GROUP_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# ------------------------------------------------------------------ cells
+# A cell is the sufficient statistics of a set of episodes: what scoring needs, without the episodes. The database
+# computes one per workload and success source (reports.score_cells); cells of a group are merged here, so the
+# scores of a million episodes are a few hundred rows. Keys: the grouping fields, plus
+#   completed, errors        episode counts (errors: every episode that did not complete)
+#   judged, successes        completed episodes with a verdict, and those that succeeded
+#   rewardN, rewardMean, rewardM2   completed episodes with a reward, their mean and sum of squared deviations
+#   steps                    sum of steps over completed episodes
+#   sources                  {success source: completed episodes} (empty source left out)
+_OUTCOME_KEYS = ("completed", "errors", "judged", "successes", "rewardN", "rewardMean", "rewardM2", "steps", "sources")
+
+
+def cell_of_rows(rows: Sequence[Mapping]) -> dict:
+    """The cell (outcome statistics, no grouping fields) of episode rows: ``status``, ``success`` (bool or None),
+    ``reward`` (float or None), ``steps`` (int), optional ``successSource``. Exact: sums by ``math.fsum``."""
+    finished = [r for r in rows if r["status"] == "completed"]
+    judged = [r for r in finished if r["success"] is not None]
+    rewards = [float(r["reward"]) for r in finished if r["reward"] is not None]
+    mean = math.fsum(rewards) / len(rewards) if rewards else None
+    sources: dict[str, int] = {}
+    for r in finished:
+        if r.get("successSource"):
+            sources[r["successSource"]] = sources.get(r["successSource"], 0) + 1
+    return {"completed": len(finished), "errors": len(rows) - len(finished), "judged": len(judged),
+            "successes": sum(1 for r in judged if r["success"]), "rewardN": len(rewards), "rewardMean": mean,
+            "rewardM2": math.fsum((v - mean) ** 2 for v in rewards) if rewards else 0.0,
+            "steps": sum(r["steps"] for r in finished), "sources": sources}
+
+
+def merge_cells(cells: Iterable[Mapping]) -> dict:
+    """One cell for the union of disjoint cells: counts add, reward moments combine by Chan et al.'s parallel
+    formula (1979; stable, no sum of squares). Returns the outcome keys only."""
+    out = {"completed": 0, "errors": 0, "judged": 0, "successes": 0, "rewardN": 0, "rewardMean": None,
+           "rewardM2": 0.0, "steps": 0, "sources": {}}
+    for c in cells:
+        for k in ("completed", "errors", "judged", "successes", "steps"):
+            out[k] += c[k]
+        for source, count in c["sources"].items():
+            out["sources"][source] = out["sources"].get(source, 0) + count
+        nb = c["rewardN"]
+        if not nb:
+            continue
+        na = out["rewardN"]
+        if not na:
+            out["rewardN"], out["rewardMean"], out["rewardM2"] = nb, c["rewardMean"], c["rewardM2"]
+            continue
+        n = na + nb
+        delta = c["rewardMean"] - out["rewardMean"]
+        out["rewardMean"] += delta * nb / n
+        out["rewardM2"] += c["rewardM2"] + delta * delta * na * nb / n
+        out["rewardN"] = n
+    return out
+
+
+def summarize_cell(cell: Mapping, confidence: float = 0.95) -> dict:
+    """Score one cell (see :func:`summarize` for the fields returned)."""
+    n = cell["completed"]
+    out: dict = {"episodes": n, "successes": 0, "successUndefined": n - cell["judged"], "successRate": None,
+                 "successRateCi": None}
+    out.update({"meanReward": None, "meanRewardCi": None, "meanSteps": None, "errors": cell["errors"]})
+    out["successSources"] = dict(cell["sources"])
+    if n == 0:
+        return out
+    if cell["rewardN"]:
+        mean, rlow, rhigh = mean_interval_of_moments(cell["rewardN"], cell["rewardMean"], cell["rewardM2"], confidence)
+        out.update(meanReward=mean, meanRewardCi=None if rlow is None else [rlow, rhigh])
+    out["meanSteps"] = cell["steps"] / n
+    if cell["judged"]:
+        successes, judged = cell["successes"], cell["judged"]
+        low, high = wilson_interval(successes, judged, confidence)
+        out.update(successes=successes, successRate=successes / judged, successRateCi=[low, high])
+    return out
+
+
 def summarize(rows: Sequence[Mapping], confidence: float = 0.95) -> dict:
     """Score one group of episode rows.
 
@@ -134,65 +224,60 @@ def summarize(rows: Sequence[Mapping], confidence: float = 0.95) -> dict:
     means are None (intervals None) when nothing is there to average: the success rate when no completed episode has
     a verdict ("success undefined"), while returns are still scored.
     """
-    finished = [r for r in rows if r["status"] == "completed"]
-    errors = len(rows) - len(finished)
-    n = len(finished)
-    judged = [r for r in finished if r["success"] is not None]
-    rewarded = [float(r["reward"]) for r in finished if r["reward"] is not None]
-    sources: dict[str, int] = {}
-    for r in finished:
-        if r.get("successSource"):
-            sources[r["successSource"]] = sources.get(r["successSource"], 0) + 1
-    out: dict = {"episodes": n, "successes": 0, "successUndefined": n - len(judged), "successRate": None,
-                 "successRateCi": None}
-    out.update({"meanReward": None, "meanRewardCi": None, "meanSteps": None, "errors": errors})
-    out["successSources"] = sources
-    if n == 0:
-        return out
-    if rewarded:
-        mean, rlow, rhigh = mean_interval(rewarded, confidence)
-        out.update(meanReward=mean, meanRewardCi=None if rlow is None else [rlow, rhigh])
-    out["meanSteps"] = sum(r["steps"] for r in finished) / n
-    if judged:
-        successes = sum(1 for r in judged if r["success"])
-        low, high = wilson_interval(successes, len(judged), confidence)
-        out.update(successes=successes, successRate=successes / len(judged), successRateCi=[low, high])
-    return out
+    return summarize_cell(cell_of_rows(rows), confidence)
 
 
-def group_scores(rows: Iterable[Mapping], group_by: str, confidence: float = 0.95) -> list[dict]:
-    """Group episode rows by ``GROUP_FIELDS[group_by]`` and score each group with :func:`summarize`.
+def task_outcomes(cells: Iterable[Mapping], task=lambda c: (c.get("env"), c.get("taskId"))) -> dict:
+    """Per task (``task(cell)``, by default ``(env, taskId)``), its judged episodes' outcomes as 1.0/0.0 (successes
+    first): the input of :func:`iqm_interval` and the performance profiles, which only need each task's counts."""
+    counts: dict = defaultdict(lambda: [0, 0])
+    for c in cells:
+        if c["judged"]:
+            key = task(c)
+            counts[key][0] += c["successes"]
+            counts[key][1] += c["judged"]
+    return {k: [1.0] * s + [0.0] * (j - s) for k, (s, j) in counts.items()}
 
-    Rows carry the grouping fields (``model``, ``env``, ``taskId``, ``scenario``, ``benchmark``,
-    ``perturbation``) besides the outcome fields. Returns ``[{"key": {...}, **summary}]`` in order of
-    first appearance. Raises ValueError for an unknown ``group_by``.
+
+def group_cells(cells: Iterable[Mapping], group_by: str, confidence: float = 0.95) -> list[dict]:
+    """Group cells by ``GROUP_FIELDS[group_by]`` and score each group (:func:`summarize_cell` of the merged cells).
+
+    Cells carry the grouping fields (``model``, ``env``, ``taskId``, ``scenario``, ``benchmark``, ``perturbation``)
+    besides their outcome statistics. Returns ``[{"key": {...}, **summary}]`` in order of first appearance; a rollup
+    across tasks also has ``tasks`` and, with two or more tasks with verdicts, the IQM of per-task success rates
+    (rliable) and its stratified bootstrap interval. Raises ValueError for an unknown ``group_by``.
     """
     try:
         fields = GROUP_FIELDS[group_by]
     except KeyError:
         raise ValueError(f"groupBy must be one of {', '.join(GROUP_FIELDS)}; got {group_by!r}") from None
     groups: dict[tuple, list[Mapping]] = defaultdict(list)
-    for row in rows:
-        groups[tuple(row.get(f) for f in fields)].append(row)
+    for cell in cells:
+        groups[tuple(cell.get(f) for f in fields)].append(cell)
     out = []
     for key, members in groups.items():
-        group = {"key": dict(zip(fields, key)), **summarize(members, confidence)}
+        group = {"key": dict(zip(fields, key)), **summarize_cell(merge_cells(members), confidence)}
         if "taskId" not in fields:
             # A rollup across tasks: also the IQM of per-task success rates (rliable), when ≥ 2 tasks.
             # Tasks whose success is undefined have no success outcome: they count as tasks, not in the IQM.
-            by_task: dict[tuple, list[float]] = defaultdict(list)
-            tasks = set()
-            for r in members:
-                if r["status"] == "completed":
-                    tasks.add((r.get("env"), r.get("taskId")))
-                    if r["success"] is not None:
-                        by_task[(r.get("env"), r.get("taskId"))].append(1.0 if r["success"] else 0.0)
-            group["tasks"] = len(tasks)
+            group["tasks"] = len({(c.get("env"), c.get("taskId")) for c in members if c["completed"]})
+            by_task = task_outcomes(members)
             if len(by_task) >= 2:
                 iqm, low, high = iqm_interval({str(k): v for k, v in by_task.items()}, confidence=confidence)
                 group["iqmSuccessRate"], group["iqmSuccessRateCi"] = iqm, [low, high]
         out.append(group)
     return out
+
+
+def group_scores(rows: Iterable[Mapping], group_by: str, confidence: float = 0.95) -> list[dict]:
+    """:func:`group_cells` of episode rows (one cell per distinct grouping key and task, exact sums): rows carry the
+    grouping fields besides the outcome fields of :func:`summarize`. Raises ValueError for an unknown ``group_by``."""
+    keys = ("model", "env", "taskId", "scenario", "benchmark", "perturbation")
+    by_key: dict[tuple, list[Mapping]] = defaultdict(list)
+    for row in rows:
+        by_key[tuple(row.get(k) for k in keys)].append(row)
+    return group_cells([{**dict(zip(keys, key)), **cell_of_rows(members)} for key, members in by_key.items()],
+                       group_by, confidence)
 
 
 # ------------------------------------------------------------ latency histograms

@@ -15,7 +15,7 @@ from ..choices import TERMINAL_STATUSES
 from ..comparisons import Side, SideError, compare_sides, resolve_side
 from ..domain import scoring
 from ..models import Evaluation, Workload
-from ..reports import episode_rows, task_label
+from ..reports import score_cells, task_label
 from ..tenancy import active_organization
 
 _MODELS = Prefetch("workloads",
@@ -28,14 +28,14 @@ def _models(evaluation: Evaluation) -> list[str]:
 
 def _matrix_context(chosen: list[Evaluation]) -> dict:
     """Models × tasks success rates across ``chosen``, best per column highlighted, and their bar chart."""
-    rows = []
+    cells = []
     for evaluation in chosen:
         # One row per model *of each evaluation*, so two runs of the same model stay apart.
         label = evaluation.label or evaluation.public_id
-        for r in episode_rows(evaluation):
-            model = f"{r['model']} · {label}" if len(chosen) > 1 else r["model"]
-            rows.append({**r, "model": model, "task": f"{r['env']} · {task_label(r)}"})
-    groups = scoring.group_scores([{**r, "taskId": r["task"], "env": "", "perturbation": ""} for r in rows], "task")
+        for c in score_cells(evaluation):
+            model = f"{c['model']} · {label}" if len(chosen) > 1 else c["model"]
+            cells.append({**c, "model": model, "taskId": f"{c['env']} · {task_label(c)}", "env": "", "perturbation": ""})
+    groups = scoring.group_cells(cells, "task")
     models = list(dict.fromkeys(g["key"]["model"] for g in groups))
     tasks = list(dict.fromkeys(g["key"]["taskId"] for g in groups))
     cell = {(g["key"]["model"], g["key"]["taskId"]): g for g in groups}

@@ -26,7 +26,7 @@ from ..htmx import is_partial, render_page_or_partial
 from ..media import episode_video_response
 from ..models import Episode, Evaluation, Workload
 from ..regressions import attach_regressions
-from ..reports import episode_rows, performance_profiles, task_label
+from ..reports import performance_profiles, score_cells, task_label
 from ..runs.lifecycle import CancelRefused, cancel_evaluation
 from ..selectors import evaluation_detail_queryset
 from ..tenancy import active_membership, active_organization, org_evaluation
@@ -97,23 +97,25 @@ def _overview_context(request: HttpRequest, evaluation: Evaluation) -> dict:
     group_by = request.GET.get("groupBy", "task")
     if group_by not in scoring.GROUP_FIELDS:
         group_by = "task"
-    rows = episode_rows(evaluation)
-    groups = scoring.group_scores(rows, group_by)
-    perturbed = any(r["perturbation"] != "none" for r in rows)
+    cells = score_cells(evaluation)
+    groups = scoring.group_cells(cells, group_by)
+    perturbed = any(c["perturbation"] != "none" for c in cells)
     label_fields = [f for f in scoring.GROUP_FIELDS[group_by] if f != "model" and (perturbed or f != "perturbation" or group_by == "perturbation")]
+    # The return distribution chart is the one view that needs every episode's return.
     rewards: dict[str, list[float]] = {}
-    for r in rows:
-        if r["status"] == EpisodeStatus.COMPLETED:
-            rewards.setdefault(r["model"], []).append(r["reward"])
-    models = list(dict.fromkeys(r["model"] for r in rows))
-    tasks = list(dict.fromkeys(task_label(r) for r in rows))
+    for model, reward in (Episode.objects.filter(evaluation=evaluation, status=EpisodeStatus.COMPLETED,
+                                                 reward__isnull=False)
+                          .order_by("workload__index", "index").values_list("workload__model_ref", "reward")):
+        rewards.setdefault(model, []).append(reward)
+    models = list(dict.fromkeys(c["model"] for c in cells))
+    tasks = list(dict.fromkeys(task_label(c) for c in cells))
     matrix = None
     if len(models) > 1 and len(tasks) > 1:
-        by_task = {(g["key"]["model"], task_label(g["key"])): g for g in scoring.group_scores(rows, "task")}
+        by_task = {(g["key"]["model"], task_label(g["key"])): g for g in scoring.group_cells(cells, "task")}
         matrix = {"tasks": tasks, "rows": [{"model": m, "cells": [by_task.get((m, t)) for t in tasks]} for m in models]}
     attach_regressions([evaluation], active_organization(request))
     # The rliable profile reads best over many tasks: on the benchmark rollup, or whenever there are three or more.
-    profiles = performance_profiles(rows) if group_by == "benchmark" or len(tasks) >= 3 else {}
+    profiles = performance_profiles(cells) if group_by == "benchmark" or len(tasks) >= 3 else {}
     duration = None
     if evaluation.started_at:
         duration = (evaluation.finished_at or timezone.now()) - evaluation.started_at

@@ -130,7 +130,7 @@ def test_logs_page(api, evaluation, django_assert_num_queries):
 def test_scores(api, evaluation, django_assert_num_queries, group_by):
     url = f"/v1/evaluations/{evaluation.public_id}/scores?groupBy={group_by}"
     add_episodes(evaluation, 20)
-    count(api, django_assert_num_queries, url, AUTH + 2)  # the evaluation; its episode rows
+    count(api, django_assert_num_queries, url, AUTH + 2)  # the evaluation; one aggregate over its episodes
     add_workloads(evaluation, 10)
     add_episodes(evaluation, 500)
     body = count(api, django_assert_num_queries, url, AUTH + 2)
