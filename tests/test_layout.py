@@ -134,6 +134,43 @@ def message_senders() -> list[str]:
     return out
 
 
+def unresolved_imports() -> list[str]:
+    """``path:line module`` for every import of a project module (relative, or absolute under one of our top-level
+    packages) that names no module or package in this checkout. An installed copy of the project elsewhere can
+    satisfy such an import at run time and hide it; a fresh clone cannot."""
+    ours = {p.relative_to(ROOT).parts[0] for p in SOURCES if len(p.relative_to(ROOT).parts) > 1} | {"tests"}
+    files = SOURCES + sorted(p for p in (ROOT / "tests").rglob("*.py"))
+    out = []
+    for path in files:
+        name = _module_name(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ours:
+                base = node.module
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] in ours and not _exists(alias.name):
+                        out.append(f"{path.relative_to(ROOT)}:{node.lineno} {alias.name}")
+                continue
+            else:
+                continue
+            if not _exists(base):
+                out.append(f"{path.relative_to(ROOT)}:{node.lineno} {base}")
+    return out
+
+
+def _exists(module: str) -> bool:
+    path = ROOT.joinpath(*module.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def test_every_import_of_our_code_names_a_module_in_this_checkout():
+    assert unresolved_imports() == []
+
+
 def test_it_keeps_functions_short():
     assert long_functions() == []
 
@@ -155,3 +192,4 @@ if __name__ == "__main__":
     print("long modules:", *long_modules(), sep="\n  ")
     print("import cycles:", *import_cycles(), sep="\n  ")
     print("message senders:", *message_senders(), sep="\n  ")
+    print("unresolved imports:", *unresolved_imports(), sep="\n  ")

@@ -4,7 +4,7 @@ Pure functions, no ORM and no Django imports: plain lists and dicts in, JSON-saf
 bools, strings and None; never numpy scalars, never NaN). Model A is the reference (the baseline) and model B
 the challenger (the candidate): every difference is B − A, and a verdict says how B compares with A.
 
-Conventions follow ``evaluations.scoring``: success rates are fractions in [0, 1]; rewards are undiscounted
+Conventions follow ``evaluations.domain.scoring``: success rates are fractions in [0, 1]; rewards are undiscounted
 episode returns, and a higher return is better; intervals are two-sided at ``confidence`` (95 % by default);
 errored episodes produce no outcome, so they are counted, never paired.
 
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from scipy import stats
 
-from ..scoring import mean_interval, wilson_interval
+from .scoring import mean_interval, wilson_interval
 
 __all__ = [
     "NO_DIFFERENCE",
@@ -210,7 +210,7 @@ def paired_return_difference(pairs: Sequence[Mapping], confidence: float = 0.95)
     Pairs whose reward is None on either side are counted in ``undefined`` and left out. Returns ``{"n",
     "undefined", "meanA", "meanB", "meanDifference", "meanDifferenceCi": [low, high], "zeroDifferences",
     "rankSums": {"positive", "negative"}, "pValue"}``. The interval is Student-t on the differences
-    (:func:`evaluations.scoring.mean_interval`): None when ``n < 2``, zero-width when every difference is
+    (:func:`evaluations.domain.scoring.mean_interval`): None when ``n < 2``, zero-width when every difference is
     the same. ``rankSums`` are the signed-rank sums of the non-zero differences (average ranks for ties), the
     direction the test sees; ``pValue`` follows :func:`wilcoxon_p`. Everything but the counts is None when
     ``n == 0``.

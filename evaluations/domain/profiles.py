@@ -3,7 +3,7 @@
 Agarwal R, Schwarzer M, Castro PS, Courville A, Bellemare MG (2021), "Deep reinforcement learning at the edge
 of the statistical precipice", NeurIPS: a performance profile plots, for each score threshold τ, the fraction
 of (run, task) scores greater than τ, with a pointwise 95 % stratified-bootstrap band. Pure functions, plain
-mappings in, JSON-safe dicts out. The bootstrap keeps ``evaluations.scoring.iqm_interval``'s conventions:
+mappings in, JSON-safe dicts out. The bootstrap keeps ``evaluations.domain.scoring.iqm_interval``'s conventions:
 resample within each task (stratified), ``reps`` replicates from ``numpy.random.default_rng(seed)`` drawn
 task by task in mapping order, percentile interval from ``numpy.quantile``; the same seed gives the same band.
 """
@@ -95,7 +95,7 @@ def task_mean_profile(
     ``outcomes_by_task`` maps each task to its episode outcomes (1.0/0.0 for success, so the task's score is
     its success rate; or returns). This is the profile of the benchmark rollup, where each task has one run
     and the uncertainty is in its episodes: the band resamples episodes within each task exactly as
-    ``evaluations.scoring.iqm_interval`` does (same draws for the same seed), recomputes the task means and
+    ``evaluations.domain.scoring.iqm_interval`` does (same draws for the same seed), recomputes the task means and
     counts those above τ. Returns and raises as :func:`performance_profile`.
     """
     import numpy as np

@@ -1,6 +1,6 @@
 """How many episodes a task needs: the expected width of its success-rate interval, and the inverse.
 
-The platform reports a task's success rate with a Wilson (1927) interval (``evaluations.scoring.
+The platform reports a task's success rate with a Wilson (1927) interval (``evaluations.domain.scoring.
 wilson_interval``), so planning uses the same interval. The half-width expected at ``n`` episodes when the true
 rate is ``p`` is the Wilson half-width at an observed rate of exactly ``p``:
 

@@ -352,7 +352,7 @@ def test_it_gives_wilson_sample_sizes_next_to_walds():
 
 
 def test_the_half_width_is_the_wilson_interval_at_the_assumed_rate():
-    from evaluations.scoring import wilson_interval
+    from evaluations.domain.scoring import wilson_interval
 
     low, high = wilson_interval(12, 40)
     assert sample_sizes.success_interval_half_width(40, p=0.3) == pytest.approx((high - low) / 2)
