@@ -73,10 +73,16 @@ IGNORED_CALL = "ERROR: only one tool call per turn is executed; this call was ig
 
 
 def redact(text: str, key: str) -> str:
-    """``text`` with every occurrence of ``key`` (raw or JSON-escaped) replaced by ``***``."""
+    """``text`` with every occurrence of ``key`` replaced by ``***``: raw, JSON-escaped, Python-repr'd (as str or
+    bytes, as HTTP clients quote a bad header value), and, for keys of 8 characters or more, stripped of
+    surrounding whitespace."""
     if not key:
         return text
-    for form in {key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1]}:
+    forms = {key, json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1], repr(key)[1:-1],
+             repr(key.encode("utf-8", "backslashreplace"))[2:-1]}
+    if len(key.strip()) >= 8:
+        forms.add(key.strip())
+    for form in sorted(forms, key=len, reverse=True):
         text = text.replace(form, "***")
     return text
 

@@ -8,6 +8,9 @@
   be pointed at the platform's own network. The check is made when the run is submitted; a host whose DNS
   answer changes later (rebinding) is not re-checked by the bridge.
 - :func:`validate_endpoint`: the whole seed-004 ``endpoint`` object (types of every field, plus the two below).
+- :func:`validate_key`: a key is sent in an HTTP header, so it must be printable ASCII (no newline or other
+  control character, no leading or trailing space); a key that breaks the header would otherwise fail every
+  request with an error quoting it.
 - :func:`validate_additional_params`: a JSON object whose keys do not replace what the bridge itself sends
   (``model``, ``messages``, ``tools``, and ``tool_choice``/``functions``/``function_call``, which would
   change the tool protocol; ``stream``, which the bridge does not read).
@@ -20,7 +23,8 @@ import socket
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["RESERVED_PARAMS", "validate_additional_params", "validate_endpoint", "validate_endpoint_url"]
+__all__ = ["RESERVED_PARAMS", "validate_additional_params", "validate_endpoint", "validate_endpoint_url",
+           "validate_key"]
 
 #: ``additional_params`` keys that would replace or break what the bridge sends.
 RESERVED_PARAMS: tuple[str, ...] = ("model", "messages", "tools", "tool_choice", "functions", "function_call",
@@ -100,6 +104,20 @@ def validate_additional_params(params: Any, *, path: str = "endpoint.additional_
     return errors
 
 
+def validate_key(key: Any, *, path: str) -> list[dict]:
+    """Errors of a bearer key (None or "" is no key): a string of printable ASCII (0x20–0x7E) without leading or
+    trailing spaces. The message never quotes the key."""
+    if key is None or key == "":
+        return []
+    if not isinstance(key, str):
+        return [_err(path, "must be a string or null")]
+    if key != key.strip():
+        return [_err(path, "must not start or end with whitespace (a newline copied with the key?)")]
+    if any(not 0x20 <= ord(c) <= 0x7E for c in key):
+        return [_err(path, "must be printable ASCII: it is sent in the Authorization header")]
+    return []
+
+
 _FLAGS = ("use_wrapper", "send_tool_definitions", "use_openai_chat")
 
 
@@ -111,9 +129,9 @@ def validate_endpoint(endpoint: Any, *, allow_private: bool = False, path: str =
     if not isinstance(endpoint, dict):
         return [_err(path, "must be a JSON object")]
     errors = validate_endpoint_url(endpoint.get("url"), allow_private=allow_private, path=f"{path}.url")
-    for name in ("key", "model"):
-        if endpoint.get(name) is not None and not isinstance(endpoint[name], str):
-            errors.append(_err(f"{path}.{name}", "must be a string or null"))
+    errors += validate_key(endpoint.get("key"), path=f"{path}.key")
+    if endpoint.get("model") is not None and not isinstance(endpoint["model"], str):
+        errors.append(_err(f"{path}.model", "must be a string or null"))
     for name in _FLAGS:
         if name in endpoint and endpoint[name] is not None and not isinstance(endpoint[name], bool):
             errors.append(_err(f"{path}.{name}", "must be true or false"))

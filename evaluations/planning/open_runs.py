@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from rest_framework import serializers
 
-from ..agents.validation import validate_additional_params, validate_endpoint_url
+from ..agents.validation import validate_additional_params, validate_endpoint_url, validate_key
 from ..choices import ImageKind
 from ..crypto import encrypt
 from ..models import Organization
@@ -132,6 +132,7 @@ def _open_checks(req: dict, raw: dict, spec: dict, errors: list[dict]) -> str:
             errors.append({"path": "judge.url", "message": "must be an http:// or https:// URL (OpenAI-compatible)"})
         else:
             errors += validate_endpoint_url(url, allow_private=allow, path="judge.url")
+        errors += validate_key(judge.get("key"), path="judge.key")
         errors += validate_additional_params(judge.get("additional_params"), path="judge.additional_params")
         params = judge.get("additional_params")
         if params is not None and len(json.dumps(params, ensure_ascii=False).encode()) > MAX_PARAMS_BYTES:

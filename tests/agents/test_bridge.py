@@ -207,6 +207,16 @@ def test_the_key_is_sent_but_never_returned(monkeypatch, scripted):
     assert redact(f'"{KEY}" and "a\\"b"', 'a"b') == f'"{KEY}" and "***"'
 
 
+def test_redaction_covers_the_forms_an_http_client_quotes_a_bad_key_in():
+    key = "sk-secret-0123456789\n"
+    header_error = f"Illegal header value {('Bearer ' + key).encode()!r}; in JSON {json.dumps(key)}; as text {key!r}"
+    assert "secret-0123456789" in header_error
+    text = redact(header_error, key)
+    assert "secret-0123456789" not in text and text.count("***") == 3
+    assert redact("stripped sk-secret-0123456789 here", key) == "stripped *** here"
+    assert redact("a short key abc\n stays", "abc\n") == "a short key *** stays"
+
+
 def test_without_a_key_no_authorization_header_is_sent(monkeypatch, scripted):
     scripted.handler.replies.put((200, {}, completion(content='{"tool": "finish"}')))
     action = act(bridge(monkeypatch, key=None, url=scripted.url), obs())

@@ -182,6 +182,9 @@ BAD = [
     ({"endpoint__url": "http://10.0.0.7/"}, "endpoint.url"),
     ({"endpoint__url": "http://169.254.169.254/"}, "endpoint.url"),
     ({"endpoint__key": "k" * 4097}, "endpoint.key"),
+    ({"endpoint__key": "sk-copied-with-a-newline\n"}, "endpoint.key"),
+    ({"endpoint__key": "sk-tab\tinside"}, "endpoint.key"),
+    ({"endpoint__key": "sk-not-ascii-é"}, "endpoint.key"),
     ({"endpoint__additional_params": [1, 2]}, "endpoint.additional_params"),
     ({"endpoint__additional_params": {"pad": "x" * 17000}}, "endpoint.additional_params"),
     ({"endpoint__use_wrapper": "yes"}, "endpoint.use_wrapper"),
@@ -201,6 +204,12 @@ def test_bad_input_is_a_400_naming_the_field_and_writes_nothing(api, changes, pa
     error = error_of(r)
     assert path in [d["path"] for d in error["details"]], error
     assert (Evaluation.objects.count(), Workload.objects.count(), Shard.objects.count()) == before
+
+
+def test_a_refused_key_is_never_quoted_back(api):
+    secret = "sk-never-quote-me-0123456789\n"
+    r = post(api, body(endpoint__key=secret))
+    assert r.status_code == 400 and "never-quote-me" not in r.content.decode()
 
 
 def test_missing_fields_and_bad_json_are_400(api):

@@ -74,6 +74,7 @@ def test_request_verifiers_go_to_the_env_and_the_profile_defaults_to_u001(api):
     ({"judge": {"url": "http://127.0.0.1:9/"}}, ["judge.url"]),
     ({"judge": {"url": "https://judge.example.com", "additional_params": {"messages": []}}},
      ["judge.additional_params.messages"]),
+    ({"judge": {"url": "https://judge.example.com", "key": "sk-judge\r\n"}}, ["judge.key"]),
     ({"env_id": "nope/nope"}, ["env_id"]),
     ({"endpoint": {"url": "http://10.0.0.1/"}}, ["endpoint.url"]),
 ])
