@@ -38,7 +38,7 @@ class EvaluationImportView(OrgScopedView):
             ),
             "application/zip": OpenApiTypes.BINARY,
         },
-        parameters=[OpenApiParameter("name", str, description="evaluation name, for a raw application/zip body")],
+        parameters=[OpenApiParameter("name", str, description="evaluation name (a multipart `name` field wins)")],
         responses={201: EvaluationDetailSerializer, **errors(400, 401, 403, 409, 413, 415, 429)},
         summary="Import a local run: an rlmesh.result.v1 bundle becomes a completed evaluation",
         description=(
@@ -61,7 +61,8 @@ class EvaluationImportView(OrgScopedView):
             raise RequestInvalid([{"path": "bundle", "message": f"the upload could not be read: {exc.detail}"}]) from None
         raw_upload = hasattr(data, "read")
         bundle = data if raw_upload else request.FILES.get("bundle")
-        name = request.query_params.get("name", "") if raw_upload else data.get("name", "")
+        # The multipart field wins; ?name= names a raw body's evaluation and a multipart upload's without the field.
+        name = ("" if raw_upload else data.get("name", "")) or request.query_params.get("name", "")
         if bundle is None:
             raise RequestInvalid([{"path": "bundle", "message": "is required: send the .zip as the multipart field bundle, or as an application/zip body"}])
         try:

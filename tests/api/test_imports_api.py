@@ -157,6 +157,16 @@ def test_it_stores_each_episode_video_readably(api, media_root):
         assert (ep.video_meta["width"], ep.video_meta["height"], ep.video_meta["fps"]) == (600, 400, 30.0)
 
 
+def test_a_multipart_upload_takes_its_name_from_the_query_unless_the_form_has_one(api, media_root):
+    bundle = {"bundle": SimpleUploadedFile("run.zip", FIXTURE.read_bytes(), "application/zip")}
+    r = api.post("/v1/evaluations/imports?name=From%20the%20query", bundle, format="multipart")
+    assert r.status_code == 201 and r.json()["name"] == "From the query"
+    bundle = {"bundle": SimpleUploadedFile("run.zip", make_bundle(prefix="again/"), "application/zip"),
+              "name": "From the form"}
+    r = api.post("/v1/evaluations/imports?name=From%20the%20query", bundle, format="multipart")
+    assert r.status_code == 201 and r.json()["name"] == "From the form"
+
+
 def test_it_takes_a_raw_zip_body_with_a_file_name_and_a_name(api, media_root):
     r = api.generic("POST", "/v1/evaluations/imports?name=My%20laptop%20run", FIXTURE.read_bytes(), content_type="application/zip",
                     HTTP_CONTENT_DISPOSITION='attachment; filename="laptop.zip"')
