@@ -13,6 +13,7 @@ from .domain import perturbations
 from .domain.outcomes import criterion_summary
 from .domain.text import display_text_problem
 from .models import ImageRepository, Organization
+from .prebuilt.catalog import AGENT_ENDPOINT_MODEL
 
 EPISODE_SORTS = {
     "index": ("workload__index", "index"),
@@ -33,6 +34,8 @@ def catalog_choices(organization: Organization) -> tuple[list[tuple[str, str]], 
     for repo in _usable_repositories(organization):
         version = repo.current_version
         if repo.kind == "model":
+            if repo.path == AGENT_ENDPOINT_MODEL:  # configured only by /agents runs
+                continue
             if version.checkpoints:
                 models += [(f"{repo.path}/{c}", f"{repo.path}/{c}") for c in version.checkpoints]
             else:

@@ -19,6 +19,7 @@ from ..agents.validation import validate_endpoint, validate_endpoint_url
 from ..choices import ImageKind
 from ..crypto import encrypt
 from ..models import Organization
+from ..prebuilt.catalog import AGENT_ENDPOINT_MODEL
 from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
 from .agent_schema import MAX_PARAMS_BYTES, MAX_TASK_IDS, AgentRunRequestSerializer, agent_unknown_field_warnings
 from .parse import RequestInvalid
@@ -28,7 +29,7 @@ from .schema import flatten_errors
 __all__ = ["AGENT_MODEL", "AgentPlan", "agent_env_reference", "is_agent_scenario", "plan_agent_run", "split_task_id"]
 
 #: The bridge every agent run's model is.
-AGENT_MODEL = "prebuilt/agent-endpoint"
+AGENT_MODEL = AGENT_ENDPOINT_MODEL
 _SEEDED = re.compile(r"^(?P<scenario>.+)\.s(?P<seed>\d{1,9})$")
 REDACTED = "***"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..choices import ImageKind
 from ..models import Organization
+from ..prebuilt.catalog import AGENT_ENDPOINT_MODEL
 from ..services.catalog import ReferenceError_, resolve_reference
 from .parse import model_path
 from .plan import PlannedModel
@@ -24,6 +25,11 @@ def resolve_models(data: dict, entries: list[dict], *, organization: Organizatio
             image = resolve_reference(entry["model"], kind=ImageKind.MODEL, organization=organization)
         except ReferenceError_ as exc:
             errors.append({"path": model_path(data, i), "message": str(exc)})
+            models.append(None)
+            continue
+        if image.version.repository.path == AGENT_ENDPOINT_MODEL:
+            errors.append({"path": model_path(data, i), "message": f"{AGENT_ENDPOINT_MODEL} is the bridge to an agent "
+                           "served at its own endpoint: start those runs with POST /agents/evaluations/run"})
             models.append(None)
             continue
         model = PlannedModel(image=image, requested_env_vars=entry.get("envVars", {}))

@@ -17,6 +17,9 @@ import rlmesh
 
 from .envs import CLASSIC_CRITERIA, CLASSIC_SCENARIOS
 
+#: The endpoint bridge: a model only the /agents API can configure (its ``load`` kwargs are a run's endpoint).
+AGENT_ENDPOINT_MODEL = "prebuilt/agent-endpoint"
+
 WEIGHTS_DIR = Path(__file__).with_name("weights")
 #: Version label listing the only env repositories a model can act in (comma-separated), checked at submit.
 ENVS_LABEL = "dev.rlmesh.platform.envs"

@@ -151,6 +151,8 @@ BAD_REQUESTS = [
     (cartpole_request(timeoutSeconds="soon"), "timeoutSeconds", "valid number"),
     (cartpole_request(models=[{"model": "prebuilt/random", "envVars": {"A": 1}}]), "models[0].envVars.A", "Must be a string"),
     ({**cartpole_request(), "model": {"model": "prebuilt/random"}}, "model", "not both"),
+    (cartpole_request(models=[{"model": "prebuilt/random"}, {"model": "prebuilt/agent-endpoint"}]), "models[1].model",
+     "POST /agents/evaluations/run"),
 ]
 
 

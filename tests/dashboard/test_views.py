@@ -324,6 +324,7 @@ class TestLaunch:
         html = web.get("/evaluations/new").content.decode()
         assert 'value="prebuilt/ppo/cartpole"' in html and 'value="prebuilt/classic-control"' in html
         assert "classic/MountainCar-v0" in html  # scenario catalog for the env picker
+        assert 'value="prebuilt/agent-endpoint"' not in html  # only /agents runs can configure the bridge
 
     def test_a_viewer_cannot_launch(self, client, tenant_a):
         viewer = make_user("vic", tenant_a.org, Role.VIEWER)
