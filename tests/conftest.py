@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from evaluations.choices import Role
-from evaluations.models import ApiKey, Membership, Organization
+from evaluations.models import ApiKey, Membership, Organization, WorkerProcess
 
 os.environ.setdefault("RLMESH_WORKFLOW_EDITION", "2026.06")
 
@@ -64,6 +64,12 @@ def tenant_a(db) -> Tenant:
 @pytest.fixture
 def tenant_b(db) -> Tenant:
     return Tenant("b")
+
+
+@pytest.fixture
+def live_worker(db) -> WorkerProcess:
+    """A worker pool process that has just announced itself (so plans do not warn that none is running)."""
+    return WorkerProcess.objects.create(identity="testhost:1", hostname="testhost", pid=1)
 
 
 @pytest.fixture

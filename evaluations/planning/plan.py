@@ -32,15 +32,28 @@ def shard_ranges(episodes: int, workers: int, max_per_shard: int) -> list[tuple[
     return ranges
 
 
-def _pool_size() -> int:
-    """Shards the worker pool runs at once: the worker processes seen alive within the liveness timeout, else
-    ``RLMESH_ESTIMATED_PARALLEL_SHARDS`` (no worker has announced itself yet)."""
+def live_workers() -> int:
+    """Worker pool processes (on any host) seen alive within ``RLMESH_WORKER_LIVENESS_TIMEOUT`` seconds."""
     from django.utils import timezone
 
     from ..models import WorkerProcess
 
     since = timezone.now() - timezone.timedelta(seconds=settings.RLMESH_WORKER_LIVENESS_TIMEOUT)
-    return WorkerProcess.objects.filter(last_seen__gte=since).count() or settings.RLMESH_ESTIMATED_PARALLEL_SHARDS
+    return WorkerProcess.objects.filter(last_seen__gte=since).count()
+
+
+def no_worker_warning() -> str | None:
+    """A warning when no worker is alive to run what is submitted (None when one is, or tasks run eagerly)."""
+    if settings.CELERY_TASK_ALWAYS_EAGER or live_workers():
+        return None
+    return (f"no worker has been seen in the last {settings.RLMESH_WORKER_LIVENESS_TIMEOUT:g} s: the evaluation "
+            "waits in the queue until one starts (make demo starts one; the README says how to run more)")
+
+
+def _pool_size() -> int:
+    """Shards the worker pool runs at once: the worker processes seen alive within the liveness timeout, else
+    ``RLMESH_ESTIMATED_PARALLEL_SHARDS`` (no worker has announced itself yet)."""
+    return live_workers() or settings.RLMESH_ESTIMATED_PARALLEL_SHARDS
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from evaluations.choices import EvaluationStatus, ShardStatus
-from evaluations.models import Episode, Evaluation, Shard, Workload
+from evaluations.models import Episode, Evaluation, Shard, WorkerProcess, Workload
 from tests.conftest import CARTPOLE_TASK, cartpole_request
 
 pytestmark = pytest.mark.django_db
@@ -224,7 +224,7 @@ def test_preview_sizes_the_request_and_writes_nothing(api):
 
 # ---------------------------------------------------------------- submit
 class TestSubmit:
-    def test_it_creates_the_evaluation_and_enqueues_each_shard_on_commit(self, api, tenant_a, django_capture_on_commit_callbacks, monkeypatch):
+    def test_it_creates_the_evaluation_and_enqueues_each_shard_on_commit(self, api, tenant_a, django_capture_on_commit_callbacks, monkeypatch, live_worker):
         sent = []
         monkeypatch.setattr("evaluations.runs.dispatch._send", lambda name, shard_id: sent.append(shard_id))
         body = cartpole_request(name="smoke", tags={"team": "robotics"}, metadata={"evaluationLabel": "lbl"})
@@ -352,6 +352,18 @@ class TestList:
         assert len(one["items"]) == 1 and one["nextCursor"]
         assert len(api.get("/v1/evaluations?limit=100000").json()["items"]) == 2
         assert len(api.get("/v1/evaluations").json()["items"]) == 2
+
+
+def test_a_plan_warns_while_no_worker_is_alive(api, settings):
+    def warnings():
+        return post_json(api, "/v1/evaluation-previews", cartpole_request()).json()["warnings"]
+
+    assert any(w.startswith("no worker has been seen") for w in warnings())
+    worker = WorkerProcess.objects.create(identity="h:7", hostname="h", pid=7)
+    assert not any(w.startswith("no worker") for w in warnings())
+    WorkerProcess.objects.filter(pk=worker.pk).update(
+        last_seen=timezone.now() - timedelta(seconds=settings.RLMESH_WORKER_LIVENESS_TIMEOUT + 1))
+    assert any(w.startswith("no worker has been seen") for w in warnings())  # silent too long: dead
 
 
 # ---------------------------------------------------------- cancellation

@@ -34,7 +34,7 @@ def test_each_task_gets_its_sample_size_and_few_episodes_warn(api):
     assert warned == [f"tasks[0] (classic/CartPole-v1): {few['warning']}"]
 
 
-def test_twenty_episodes_do_not_warn_and_submits_keep_their_warnings(api):
+def test_twenty_episodes_do_not_warn_and_submits_keep_their_warnings(api, live_worker):
     data = preview(api, cartpole_request(tasks=[{**CARTPOLE_TASK, "episodes": 20}]))
     assert data["warnings"] == [] and data["estimates"]["sampleSizes"][0]["warning"] is None
     r = api.post("/v1/evaluations", data=json.dumps(cartpole_request()), content_type="application/json")
