@@ -149,6 +149,20 @@ class LaunchForm(forms.Form):
         self.fields["env"].choices = [("", "—")] + envs
         self.fields["scenarios"].choices = sorted({(s["id"], s["id"]) for c in self.catalogs for s in c["scenarios"]})
 
+    def clean_tags(self) -> str:
+        value = self.cleaned_data.get("tags") or ""
+        bad = [item for item in _items(value) if item.find(":") < 1]
+        if bad:
+            raise forms.ValidationError(f"tags must be key:value (not {', '.join(json.dumps(b) for b in bad)})")
+        return value
+
+    def clean_env_vars(self) -> str:
+        value = self.cleaned_data.get("env_vars") or ""
+        bad = [line for line in _lines(value) if line.find("=") < 1]
+        if bad:
+            raise forms.ValidationError(f"envVars lines must be KEY=value (not {', '.join(json.dumps(b) for b in bad)})")
+        return value
+
     def clean_strengths(self) -> list[str]:
         return _items(self.cleaned_data.get("strengths") or "")
 

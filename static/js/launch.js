@@ -253,6 +253,12 @@
         checked("record_first", INT, "N must be a whole number"), checked("success_steps", INT, "Steps must be a whole number"),
         checked("success_threshold", DECIMAL, "Threshold must be a number"), checked("timeout_seconds", DECIMAL, "Timeout must be a number"),
       ];
+      // Every tag is key:value and every envVars line KEY=value: a malformed one is named, never dropped.
+      [["tags", items, ":", "Tags must be key:value (not "], ["env_vars", lines, "=", "envVars lines must be KEY=value (not "]].forEach(function (spec) {
+        var input = f(spec[0]), bad = spec[1](input.value).filter(function (x) { return x.indexOf(spec[2]) < 1; });
+        input.setAttribute("aria-invalid", bad.length ? "true" : "false");
+        if (bad.length) problems.push(spec[3] + bad.map(function (x) { return JSON.stringify(x); }).join(", ") + ")");
+      });
       paramInputs().forEach(function (input) {
         var type = input.dataset.paramType, value = input.value.trim(), bad = false;
         if (value && input.tagName === "INPUT" && (type === "int" || type === "float")) bad = !(type === "int" ? /^-?(0|[1-9][0-9]*)$/ : DECIMAL).test(value);

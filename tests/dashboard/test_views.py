@@ -277,6 +277,16 @@ class TestLaunch:
         assert task["successCriterion"] == {"kind": "return_at_least", "threshold": -60.0}
         assert req["metadata"] == {"evaluationLabel": "nightly"} and req["timeoutSeconds"] == 600.0
 
+    @pytest.mark.parametrize(("field", "value", "message"), [
+        ("tags", "team:robotics, badtag", 'tags must be key:value (not &quot;badtag&quot;)'),
+        ("env_vars", "A=1\nNOEQUALS", 'envVars lines must be KEY=value (not &quot;NOEQUALS&quot;)'),
+    ])
+    def test_a_malformed_tag_or_env_var_is_named_not_dropped(self, web, field, value, message):
+        r = web.post("/evaluations/new", {
+            "source": "fields", "models": ["prebuilt/classic-control-heuristics"], "env": "prebuilt/classic-control",
+            "task_ids": "classic/CartPole-v1", "episodes": 1, field: value})
+        assert r.status_code == 400 and message in r.content.decode() and Evaluation.objects.count() == 0
+
     def test_the_form_renders_the_catalog_picker_and_param_widgets(self, web):
         html = web.get("/evaluations/new").content.decode()
         assert "{#" not in html and "htmx may not eval" not in html  # base.html's comment no longer shows on the page
@@ -362,6 +372,13 @@ class TestSettings:
         tenant_b.api_key.refresh_from_db()
         assert tenant_b.api_key.revoked_at is None
         assert tenant_b.api_key.prefix not in client.get("/settings").content.decode()
+
+    @pytest.mark.parametrize("days", ["-5", "0", "abc", "99999"])
+    def test_a_bad_expiry_is_an_error_not_silence(self, web, days):
+        html = web.post("/settings", {"name": "x", "role": "member", "expires_in_days": days},
+                        HTTP_HX_REQUEST="true").content.decode()
+        assert not ApiKey.objects.filter(name="x").exists()
+        assert 'class="errorlist"' in html and ("Ensure this value" in html or "Enter a whole number" in html)
 
     def test_a_key_cannot_outrank_its_creator(self, client, tenant_a):
         admin = make_user("adm", tenant_a.org, Role.ADMIN)
