@@ -127,6 +127,25 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+
+def _private_sqlite_file(name: str) -> None:
+    """Create (or narrow) an SQLite database file as owner-only (0600): it holds every organization's data, and
+    SQLite gives its -wal/-shm files the database file's mode."""
+    path = Path(name)
+    if name in ("", ":memory:") or name.startswith("file:"):
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+    except OSError:
+        pass  # another user's file or a read-only checkout: SQLite reports what matters when it opens it
+
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    _private_sqlite_file(str(DATABASES["default"]["NAME"]))
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
@@ -242,6 +261,8 @@ SPECTACULAR_SETTINGS = {
 
 # --------------------------------------------------------------------- Celery
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}")
+if CELERY_BROKER_URL.startswith("sqla+sqlite:///"):
+    _private_sqlite_file(CELERY_BROKER_URL.removeprefix("sqla+sqlite:///"))
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

@@ -29,3 +29,20 @@ def test_production_requires_secrets(monkeypatch):
     env = {"RLMESH_ENV": "production", "PATH": "/usr/bin:/bin", "RLMESH_VAR_DIR": "/tmp/rlm-settings-test"}
     r = subprocess.run([sys.executable, "-c", "import rlmesh_site.settings"], env=env, capture_output=True, text=True, cwd=".")
     assert r.returncode != 0 and "production settings need: SECRET_KEY, API_KEY_PEPPER, PUBLIC_URL, ALLOWED_HOSTS" in r.stderr
+
+
+def test_the_embedded_databases_are_owner_only(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    var = tmp_path / "var"
+    var.mkdir()
+    (var / "rlmesh.sqlite3").touch(mode=0o644)  # an old world-readable database is narrowed too
+    os.chmod(var / "rlmesh.sqlite3", 0o644)
+    env = {"PATH": "/usr/bin:/bin", "RLMESH_VAR_DIR": str(var), "RLMESH_WORKFLOW_EDITION": "2026.06"}
+    r = subprocess.run([sys.executable, "-c", "import rlmesh_site.settings"], env=env, capture_output=True, text=True,
+                       cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert r.returncode == 0, r.stderr
+    modes = {p.name: p.stat().st_mode & 0o777 for p in var.glob("*.sqlite3")}
+    assert modes == {"rlmesh.sqlite3": 0o600, "celery-broker.sqlite3": 0o600}
