@@ -14,7 +14,7 @@ mkdir -p var
 
 bash scripts/stop.sh >/dev/null
 
-# --- agent evaluations (seed 004): the demo's reference agent listens on loopback, which agent endpoints and
+# --- agent evaluations (the /agents API): the demo's reference agent listens on loopback, which agent endpoints and
 # webhook targets may use only when the operator allows private targets. Set before the web server and worker start.
 export RLMESH_AGENT_ALLOW_PRIVATE_TARGETS=true
 echo "Agent endpoints and webhooks on loopback/private addresses are ALLOWED in this demo (RLMESH_AGENT_ALLOW_PRIVATE_TARGETS=true)."
@@ -28,9 +28,11 @@ url="http://127.0.0.1:${PORT}"
 # Workers and threads: rlmesh_site/gunicorn_conf.py (WEB_CONCURRENCY, RLMESH_WEB_THREADS).
 setsid .venv/bin/gunicorn -c python:rlmesh_site.gunicorn_conf rlmesh_site.wsgi >var/web.log 2>&1 < /dev/null &
 echo $! > var/web.pid
-setsid .venv/bin/celery -A rlmesh_site worker -B -Q shards,maintenance -l info \
-  --schedule var/celerybeat-schedule >var/worker.log 2>&1 < /dev/null &
-echo $! > var/worker.pid
+# The worker: scripts/worker.sh (also `make worker`, to restart it alone) with the settings written here.
+printf 'DEBUG=%s\nRLMESH_STATIC_MANIFEST=%s\nRLMESH_AGENT_ALLOW_PRIVATE_TARGETS=%s\nPORT=%s\n' \
+  "$DEBUG" "$RLMESH_STATIC_MANIFEST" "$RLMESH_AGENT_ALLOW_PRIVATE_TARGETS" "$PORT" >var/demo.env
+: >var/worker.log
+bash scripts/worker.sh >/dev/null
 
 for _ in $(seq 1 100); do
   curl -fsS "$url/v1/info" >/dev/null 2>&1 && break
@@ -52,7 +54,7 @@ echo "Sign in:    $url/accounts/login/  as demo / demo-password"
 echo "API docs:   $url/v1/docs"
 echo "Stop with:  make stop"
 echo
-# --- agent evaluations (seed 004): start the reference agent on a free port and submit one run against it.
+# --- agent evaluations (the /agents API): start the reference agent on a free port and submit one run against it.
 echo
 echo "== Agent evaluation: the reference agent (an OpenAI-compatible endpoint) on MiniWoB through /agents"
 setsid $PY manage.py serve_reference_agent --port 0 >var/reference-agent.log 2>&1 < /dev/null &
@@ -92,7 +94,7 @@ echo "Status:     $url/agents$status_url"
 echo "  curl -s -H \"Authorization: Bearer $api_key\" \"$url/agents$status_url\" | python3 -m json.tool"
 # --- the offline shop: two catalog tasks, then the seed's open run with a state check (both against the reference agent)
 echo
-echo "== Agent evaluation on the offline shop: two catalog tasks, and an open run (the seed's example) with a verifier"
+echo "== Agent evaluation on the offline shop: two catalog tasks, and an open run (a free-text task) checked by a verifier"
 endpoint="{\"url\": \"$agent_url\", \"model\": \"reference\"}"
 shop=$(curl -fsS -X POST "$url/agents/evaluations/run" -H "Authorization: Bearer $api_key" \
   -H "Content-Type: application/json" \

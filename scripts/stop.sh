@@ -2,7 +2,8 @@
 # Stop exactly what `make demo` started, by the pid files it wrote.
 set -u
 cd "$(dirname "$0")/.."
-for name in reference-agent worker web; do  # reference-agent: the demo's agent endpoint (seed 004)
+# `bash scripts/stop.sh worker` stops one of them; no argument stops all.
+for name in ${*:-reference-agent worker web}; do  # reference-agent: the demo's agent endpoint (/agents API)
   pidfile="var/$name.pid"
   [ -f "$pidfile" ] || continue
   pid=$(cat "$pidfile")
