@@ -85,6 +85,8 @@ class TestBaselines:
         assert r.status_code == 400
         r = api.put("/v1/baselines/suite:nightly", data="{}", content_type="application/json")
         assert r.status_code == 400 and r.json()["error"]["details"][0]["path"] == "evaluation"
+        r = api.put("/v1/baselines/suite:nightly", data='{"evaluation": 5}', content_type="application/json")
+        assert r.status_code == 400 and r.json()["error"]["details"][0]["path"] == "evaluation"  # not "eval 5 not found"
 
     def test_another_organizations_evaluation_and_baselines_are_not_found(self, api, tenant_a, tenant_b, baseline):
         assert put(tenant_b.client(), "suite:nightly", baseline.public_id).status_code == 404

@@ -7,6 +7,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from ...domain.comparisons import NO_DIFFERENCE
+from ...planning.schema import StrictCharField
 
 __all__ = [
     "BaselineListSerializer",
@@ -213,4 +214,4 @@ class BaselineListSerializer(serializers.Serializer):
 
 
 class BaselineRequestSerializer(serializers.Serializer):
-    evaluation = serializers.CharField(max_length=64, help_text="the id of a completed evaluation carrying the tag")
+    evaluation = StrictCharField(max_length=64, help_text="the id of a completed evaluation carrying the tag")
