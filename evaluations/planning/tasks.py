@@ -58,7 +58,8 @@ def _param_problem(name: str, value, env: ResolvedImage, declared: dict, fixed: 
 
 def check_params(params: dict, env: ResolvedImage, scenario: dict | None, path: str) -> list[dict]:
     """Errors for a task's ``params``: names the env does not declare, names its scenario fixes, ``physics``
-    (a perturbation), values of the wrong JSON type or outside the declared choices."""
+    (a perturbation), values of the wrong JSON type or outside the declared choices, and the parameters the
+    scenario ``requires`` (e.g. the shop's open task needs a ``task_definition``) left out or blank."""
     declared = param_specs(env)
     fixed = set((scenario or {}).get("params") or {})
     errors = []
@@ -66,6 +67,10 @@ def check_params(params: dict, env: ResolvedImage, scenario: dict | None, path: 
         problem = _param_problem(name, value, env, declared, fixed)
         if problem:
             errors.append({"path": f"{path}.{name}", "message": problem})
+    for name in (scenario or {}).get("requires") or []:
+        value = params.get(name)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            errors.append({"path": f"{path}.{name}", "message": f"scenario {scenario['id']} needs this parameter"})
     return errors
 
 

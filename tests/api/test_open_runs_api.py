@@ -111,6 +111,18 @@ def test_the_open_task_is_not_a_catalog_task(api):
     assert "POST /agents/runs/open" in error_of(r)["details"][0]["message"]
 
 
+@pytest.mark.parametrize("params", [None, {}, {"task_definition": "  "}])
+def test_a_v1_task_on_the_open_scenario_needs_a_task_definition(api, params):
+    task = {"env": "prebuilt/shop", "taskId": "shop.open", "episodes": 1, **({"params": params} if params is not None else {})}
+    r = api.post("/v1/evaluation-previews", data=json.dumps({"model": "prebuilt/random", "tasks": [task]}),
+                 content_type="application/json")
+    assert r.status_code == 400 and "tasks[0].params.task_definition" in paths(r)
+    task["params"] = {"task_definition": "Add any pair of headphones to the cart."}
+    r = api.post("/v1/evaluation-previews", data=json.dumps({"model": "prebuilt/random", "tasks": [task]}),
+                 content_type="application/json")
+    assert "tasks[0].params.task_definition" not in (paths(r) if r.status_code == 400 else [])
+
+
 def test_the_catalog_lists_the_shop_tasks_with_profiles_and_verifiers(api):
     environments = {e["env_id"]: e for e in api.get("/agents/evaluations/tasks").json()["environments"]}
     shop = environments["shop"]

@@ -55,9 +55,11 @@ def row(success, reward=1.0, status="completed"):
 
 def test_unverified_episodes_are_counted_apart_not_as_failures():
     out = summarize([row(True), row(None, None), row(None, None), row(False, 0.0), row(None, None, "error")])
-    assert (out["episodes"], out["successes"], out["successRate"], out["unverified"], out["errors"]) == (2, 1, 0.5, 2, 1)
-    assert out["meanReward"] == 0.5
+    # Unverified rollouts are completed episodes without a verdict: in episodes, in successUndefined, never failures.
+    out_ = (out["episodes"], out["successes"], out["successRate"], out["successUndefined"], out["errors"])
+    assert out_ == (4, 1, 0.5, 2, 1)
+    assert out["meanReward"] == 0.5  # no reward to average for the unverified ones
     only = summarize([row(None, None)])
-    assert (only["episodes"], only["successRate"], only["meanReward"], only["unverified"]) == (0, None, None, 1)
+    assert (only["episodes"], only["successRate"], only["meanReward"], only["successUndefined"]) == (1, None, None, 1)
     (group,) = group_scores([row(None, None), {**row(True), "taskId": "u"}], "model")
-    assert group["unverified"] == 1 and group["tasks"] == 1
+    assert group["successUndefined"] == 1 and group["tasks"] == 2 and "iqmSuccessRate" not in group

@@ -59,7 +59,7 @@ def scenarios(seed: int = 0) -> list[dict]:
             "instruction": t.goal, "description": FAMILIES[t.family], "tools": list(TOOLS), "maxSteps": t.max_steps,
             "profileId": t.profile_id, "verifiers": t.verifiers, "family": t.family}
            for t in catalog(seed).values()]
-    out.append({"id": OPEN_TASK_ID, "name": "Shop open task", "params": {"task": "open"},
+    out.append({"id": OPEN_TASK_ID, "name": "Shop open task", "params": {"task": "open"}, "requires": ["task_definition"],
                 "instruction": "(the run's task_definition)", "tools": list(TOOLS), "maxSteps": OPEN_MAX_STEPS,
                 "description": "An open run's free-text task (POST /agents/runs/open), judged by the run's verifiers "
                 "(state checks), else its judge, else recorded unverified.",
