@@ -44,6 +44,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
+def _count(n: int, noun: str) -> str:
+    """``"1 shard"``, ``"3 shards"``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def create_evaluation(*, plan: Plan, raw_body: str, organization: Organization, creator=None, api_key: ApiKey | None = None) -> Evaluation:
     """Write the evaluation, its workloads and shards in one transaction; enqueue every shard on commit.
 
@@ -61,7 +66,8 @@ def create_evaluation(*, plan: Plan, raw_body: str, organization: Organization, 
                 for i, (start, stop) in enumerate(planned.task.shards)
             )
             shard_ids.extend(s.pk for s in shards)
-        log(evaluation, f"submitted: {len(plan.workloads)} workloads, {len(shard_ids)} shards, {plan.total_episodes} episodes")
+        log(evaluation, f"submitted: {_count(len(plan.workloads), 'workload')}, {_count(len(shard_ids), 'shard')}, "
+                        f"{_count(plan.total_episodes, 'episode')}")
         dispatch.send_shards(shard_ids)
     return evaluation
 

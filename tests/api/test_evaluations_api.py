@@ -463,7 +463,7 @@ def test_episodes_are_listed_in_pages_and_filtered(api, tenant_b):
 def test_logs_list_the_evaluation_history(api):
     eid = submit(api)
     items = api.get(f"/v1/evaluations/{eid}/logs").json()["items"]
-    assert items[0]["message"].startswith("submitted: 1 workloads, 1 shards, 3 episodes")
+    assert items[0]["message"].startswith("submitted: 1 workload, 1 shard, 3 episodes")
     post_json(api, f"/v1/evaluations/{eid}/cancellations", {})
     first = api.get(f"/v1/evaluations/{eid}/logs?limit=1").json()
     assert len(first["items"]) == 1 and first["nextCursor"]

@@ -138,7 +138,7 @@ def test_history_restore_requests_get_the_full_page(web, tenant_a, url):
 def test_logs_tab(web, tenant_a):
     evaluation = submit(tenant_a)
     html = web.get(f"/evaluations/{evaluation.public_id}/logs").content.decode()
-    assert "submitted: 1 workloads, 1 shards, 3 episodes" in html
+    assert "submitted: 1 workload, 1 shard, 3 episodes" in html
 
 
 def test_progress_polls_until_terminal_then_refreshes(web, tenant_a):
@@ -318,7 +318,7 @@ class TestLaunch:
 
     def test_preview_partial(self, web):
         ok = web.post("/evaluations/preview", {"request_json": json.dumps(cartpole_request())}, HTTP_HX_REQUEST="true").content.decode()
-        assert "<html" not in ok and "1 workload</strong>" in ok and "3 episodes in 1 shards" in ok
+        assert "<html" not in ok and "1 workload</strong>" in ok and "3 episodes in 1 shard;" in ok
         bad = web.post("/evaluations/preview", {"request_json": json.dumps(cartpole_request(models=["x/y"]))}).content.decode()
         assert "<code>models[0].model</code>: unknown model &quot;x/y&quot;" in bad
         assert Evaluation.objects.count() == 0
