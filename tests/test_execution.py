@@ -305,6 +305,8 @@ def test_env_vars_never_reach_processes_on_the_worker_host(tenant_a, tmp_path):
     assert any("envVars are ignored" in w for w in plan.warnings)
     evaluation = svc.create_evaluation(plan=plan, raw_body="{}", organization=tenant_a.org, creator=tenant_a.user)
     assert evaluation.workloads.get().env_vars == {}
+    (model,) = evaluation.config["models"]  # the effective config says so too
+    assert model["envVars"] == {} and model["envVarsIgnored"] == ["BROWSER", "PYTHONWARNINGS"]
     # Defense in depth: even a workload that carries them (e.g. planned by an older version) starts clean.
     evaluation.workloads.update(env_vars=body["models"][0]["envVars"])
     run_all(evaluation)

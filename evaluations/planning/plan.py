@@ -71,7 +71,10 @@ class PlannedModel:
     def config(self) -> dict:
         v = self.image.version
         return {"model": self.image.reference, "repository": v.repository.path, "checkpoint": self.image.checkpoint,
-                "digest": v.digest, "source": v.source, "envVars": self.requested_env_vars}
+                "digest": v.digest, "source": v.source, "envVars": self.env_vars,
+                # Requested but not applied (a trusted source runs on the worker host): named, so the config is true.
+                **({"envVarsIgnored": sorted(self.requested_env_vars)} if self.requested_env_vars and not self.env_vars
+                   else {})}
 
 
 @dataclass(frozen=True)

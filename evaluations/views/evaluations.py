@@ -177,7 +177,7 @@ def _configuration_context(evaluation: Evaluation) -> dict:
         "formatted_request_html": highlight(formatted, JsonLexer(), formatter) if formatted else None,
         "raw_request_html": highlight(evaluation.request_raw, JsonLexer(), formatter),
         "config_html": highlight(json.dumps(evaluation.config, indent=2), JsonLexer(), formatter),
-        "has_env_vars": any(m.get("envVars") for m in evaluation.config.get("models", [])),
+        "has_env_vars": any(m.get("envVars") or m.get("envVarsIgnored") for m in evaluation.config.get("models", [])),
     }
 
 
