@@ -40,22 +40,20 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def _headline(evaluations: list[Evaluation]) -> None:
-    """Attach ``headline`` (overall success rate and Wilson interval) to each evaluation, in one query."""
-    stats = {
-        row["evaluation_id"]: row
-        # Episodes without a verdict (success undefined, unverified rollouts) are no outcome of the success rate.
-        for row in Episode.objects.filter(evaluation__in=evaluations, status=EpisodeStatus.COMPLETED,
-                                          success__isnull=False)
-        .values("evaluation_id")
-        .annotate(n=Count("id"), successes=Count("id", filter=Q(success=True)))
-    }
+    """Attach ``headlines`` to each evaluation, in one query: per model (models are never pooled together), the
+    success rate over its tasks and its Wilson interval, ``[{"model", "rate", "low", "high", "n"}]`` in model order."""
+    stats: dict[int, list[dict]] = {}
+    # Episodes without a verdict (success undefined, unverified rollouts) are no outcome of the success rate.
+    for row in (Episode.objects.filter(evaluation__in=evaluations, status=EpisodeStatus.COMPLETED, success__isnull=False)
+                .values("evaluation_id", "workload__model_ref")
+                .annotate(n=Count("id"), successes=Count("id", filter=Q(success=True)))
+                .order_by("evaluation_id", "workload__model_ref")):
+        low, high = scoring.wilson_interval(row["successes"], row["n"])
+        stats.setdefault(row["evaluation_id"], []).append(
+            {"model": row["workload__model_ref"], "rate": row["successes"] / row["n"], "low": low, "high": high,
+             "n": row["n"]})
     for e in evaluations:
-        row = stats.get(e.pk)
-        if row and row["n"]:
-            low, high = scoring.wilson_interval(row["successes"], row["n"])
-            e.headline = {"rate": row["successes"] / row["n"], "low": low, "high": high, "n": row["n"]}
-        else:
-            e.headline = None
+        e.headlines = stats.get(e.pk, [])
         refs = list(e.workloads.all())
         e.model_refs = sorted({w.model_ref for w in refs})
         e.env_refs = sorted({w.env_ref for w in refs})

@@ -227,6 +227,17 @@ class TestList:
         html2 = web.get("/evaluations?page=2").content.decode()
         assert evaluation.public_id in html2 and "0.50" in html2
 
+    def test_the_list_scores_each_model_never_pools_them(self, web, tenant_a):
+        from tests.support.comparisons import HEURISTICS, RANDOM, add_outcomes, finished
+
+        evaluation = finished(tenant_a, models=(HEURISTICS, RANDOM))
+        add_outcomes(evaluation, [(0, True), (1, True)], model=HEURISTICS)
+        add_outcomes(evaluation, [(0, False), (1, False)], model=RANDOM)
+        row = web.get("/evaluations").content.decode().split(f'data-id="{evaluation.public_id}"')[1].split("</tr>")[0]
+        cell = row.split('class="headlines"')[1]
+        assert "classic-control-heuristics</span> <strong>1.00</strong>" in cell
+        assert "random</span> <strong>0.00</strong>" in cell and "0.50" not in cell
+
 
 class TestLaunch:
     def test_submitting_the_raw_request_creates_it_byte_for_byte(self, web, tenant_a):
