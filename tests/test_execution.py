@@ -406,3 +406,70 @@ def test_shards_of_one_workload_share_one_model_server_on_a_host(tenant_a, setti
     finally:
         a.close()
         b.close()
+
+
+def test_a_zombie_is_neither_alive_nor_the_process_that_had_its_pid():
+    import subprocess
+    import time as _time
+
+    from evaluations.runtime.processes import pid_alive, start_time
+
+    child = subprocess.Popen(["true"])  # exits at once; not waited for: a zombie until we do
+    deadline = _time.monotonic() + 5
+    while _time.monotonic() < deadline and open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        _time.sleep(0.01)
+    try:
+        assert not pid_alive(child.pid) and start_time(child.pid) is None
+        assert pid_alive(os.getpid()) and start_time(os.getpid()) is not None
+    finally:
+        child.wait()
+
+
+def test_a_shared_server_is_orphaned_only_when_another_owner_died():
+    import subprocess
+
+    from evaluations.runtime.shared import SharedServer
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    alive = subprocess.Popen(["sleep", "30"])
+    try:
+        def server(owner):
+            state = {"pid": gone.pid, "start": 1, "address": "127.0.0.1:1", "log": "/dev/null", "leases": []}
+            return SharedServer("k", {**state, **({"owner": owner} if owner else {})}, ready_seconds=0)
+
+        assert server(gone.pid).orphaned()  # its owner died: the model is not at fault
+        assert not server(os.getpid()).orphaned()  # this process started it: a crash of its own
+        assert not server(alive.pid).orphaned()  # its owner lives: the server crashed by itself
+        assert not server(None).orphaned()
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_an_episode_broken_by_another_process_dying_runs_again_not_recorded_as_an_error(tenant_a, monkeypatch):
+    from evaluations.runs.outcome import EpisodeOutcome, error_fields
+
+    body = cartpole_request()
+    body["tasks"][0]["episodes"] = 3
+    evaluation = create(tenant_a, body)
+    (shard,) = Shard.objects.filter(evaluation=evaluation)
+    original = execution.ShardRunner.run_episode
+    calls = []
+
+    def broken_then_fine(self, index, **kwargs):
+        calls.append(index)
+        if index == 1 and calls.count(1) <= 2:  # twice: its server's owner died; then it runs
+            return EpisodeOutcome(error_fields({"seed": 1}, "episode failed: ConnectionError"), restart=True,
+                                  rerun="the shared model server died with the process that started it (pid 7)")
+        if index == 2:  # always broken the same way: after MAX_EPISODE_RERUNS it is recorded as the error it is
+            return EpisodeOutcome(error_fields({"seed": 2}, "episode failed: ConnectionError"), restart=True,
+                                  rerun="the shared model server died with the process that started it (pid 7)")
+        return original(self, index, **kwargs)
+
+    monkeypatch.setattr(execution.ShardRunner, "run_episode", broken_then_fine)
+    execution.run_shard(shard.pk)
+    assert calls == [0, 1, 1, 1, 2, 2, 2]
+    assert [(e.index, e.status) for e in episodes(evaluation)] == [(0, "completed"), (1, "completed"), (2, "error")]
+    reruns = [m for m in evaluation.logs.values_list("message", flat=True) if "runs again" in m]
+    assert len(reruns) == 4 and reruns[0].startswith("episode 1 (seed 1) runs again: the shared model server died")

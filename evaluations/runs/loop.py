@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 
 #: After this many consecutive failed server starts, the shard's remaining episodes are recorded as errors.
 MAX_START_FAILURES = 2
+#: How many times one episode runs again after breaking for a reason outside its env and model (EpisodeOutcome.rerun).
+MAX_EPISODE_RERUNS = 2
 HEARTBEAT_SECONDS = 10.0
 
 
@@ -72,7 +74,10 @@ def _run_episodes(shard: Shard, runner: ShardRunner, todo: list[int]) -> tuple[s
     """Run and record each episode of ``todo``; return the shard's final ``(status, error)``, or ``(LOST, "")`` when
     this process no longer holds the shard (it was stopped or cut off long enough for the reaper to re-queue it)."""
     evaluation = shard.evaluation
-    for index in todo:
+    reruns: dict[int, int] = {}
+    queue = list(todo)
+    while queue:
+        index = queue.pop(0)
         if not still_claimed(shard):
             return LOST, ""
         if is_stopping(evaluation.pk):
@@ -84,6 +89,13 @@ def _run_episodes(shard: Shard, runner: ShardRunner, todo: list[int]) -> tuple[s
             record_episode(shard=shard, index=index, **runner.not_run(index))
             continue
         outcome = runner.run_episode(index, wall_cap=wall_cap)
+        if outcome.rerun and reruns.get(index, 0) < MAX_EPISODE_RERUNS:
+            reruns[index] = reruns.get(index, 0) + 1
+            log(evaluation, f"episode {index} (seed {outcome.fields['seed']}) runs again: {outcome.rerun}",
+                level=LogLevel.WARNING, shard=shard)
+            runner.close()
+            queue.insert(0, index)
+            continue
         if not record_episode(shard=shard, index=index, **outcome.fields) and outcome.fields.get("video"):
             default_storage.delete(outcome.fields["video"])  # recorded by an earlier delivery: drop the copy
         if outcome.restart:

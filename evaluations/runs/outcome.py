@@ -22,6 +22,9 @@ class EpisodeOutcome:
     fields: dict = field(default_factory=dict)
     #: True when the servers should be restarted before the next episode (crash, hang).
     restart: bool = False
+    #: Why the episode should run again instead of being recorded (it broke for a reason outside the env and the
+    #: model: a shared server died with its owner process); empty when it is to be recorded.
+    rerun: str = ""
 
 
 def error_fields(base: dict, message: str, *, wall_ms: float | None = None) -> dict:

@@ -219,8 +219,13 @@ class ShardRunner:
         """The error outcome of an episode the env or model broke (timeout, crash, exception); servers restart."""
         wall_ms = (time.monotonic() - t0) * 1000
         kind = "timed out" if isinstance(exc, TimeoutError) else "failed"
-        message = f"episode {kind}: {type(exc).__name__}: {exc}" + (" (a server crashed)" if self._crashed() else "")
-        return EpisodeOutcome(error_fields(base, message, wall_ms=wall_ms), restart=True)
+        crashed = self._crashed()
+        message = f"episode {kind}: {type(exc).__name__}: {exc}" + (" (a server crashed)" if crashed else "")
+        rerun = ""
+        if crashed and isinstance(self.model, shared.SharedServer) and self.model.orphaned():
+            rerun = (f"the shared model server died with the process that started it (pid {self.model.owner}), "
+                     f"not by the model's fault ({type(exc).__name__})")
+        return EpisodeOutcome(error_fields(base, message, wall_ms=wall_ms), restart=True, rerun=rerun)
 
     def _crashed(self, grace: float = 1.0) -> bool:
         """Whether a server died; a dying process may still look alive for a moment after its connection broke,

@@ -4,10 +4,11 @@ host uses the first one's server instead of loading the model again (one copy of
 
 Each worker process that uses a shared server holds a lease on it. The registry is a small JSON file per workload in
 ``RLMESH_RUN_DIR/shared/``, read and written under an exclusive ``flock`` (so pool processes of every worker on the
-host agree): the server's pid and start time, address, log file, and the pids holding leases. The last process to
-release its lease stops the server. The server dies with the process that started it (``PR_SET_PDEATHSIG``); the
-others then see it gone, and the next of them to need it starts a fresh one. Local sources only (containers are not
-shared).
+host agree): the server's pid and start time, address, log file, the pid of the process that started it (its owner)
+and the pids holding leases. The last process to release its lease stops the server. The server dies with its owner
+(``PR_SET_PDEATHSIG``); the others then see it gone (:meth:`SharedServer.orphaned`: an episode it broke is not the
+model's failure and runs again), and the next of them to need it starts a fresh one. Local sources only (containers
+are not shared).
 """
 
 from __future__ import annotations
@@ -64,10 +65,18 @@ class SharedServer(ServedEndpoint):
         self.address = state["address"]
         self._log = Path(state["log"])
         self.ready_seconds = ready_seconds
+        #: The process that started the server (it dies with that process); None in registries of older versions.
+        self.owner: int | None = state.get("owner")
         self._released = False
 
     def alive(self) -> bool:
         return start_time(self.pid) == self._start
+
+    def orphaned(self) -> bool:
+        """Whether the server is gone because its owner, another process, died (killed worker, OOM): then what it
+        broke is no fault of the model."""
+        return (not self.alive() and self.owner is not None and self.owner != os.getpid()
+                and not pid_alive(self.owner))
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -104,5 +113,5 @@ def acquire(key: str, start) -> SharedServer:
         server = start()
         state.clear()
         state.update({"pid": server.proc.pid, "start": start_time(server.proc.pid), "address": server.address,
-                      "log": str(server.log_path), "leases": [os.getpid()]})
+                      "log": str(server.log_path), "owner": os.getpid(), "leases": [os.getpid()]})
         return SharedServer(key, state, ready_seconds=server.ready_seconds)
