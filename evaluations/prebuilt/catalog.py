@@ -7,7 +7,9 @@ evaluation pins exactly what ran.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import sys
 from dataclasses import dataclass, field
@@ -77,13 +79,33 @@ def describe_source(source: str) -> dict:
         if python == sys.executable:
             from rlmesh._describe import describe
 
-            return json.loads(json.dumps(describe(target)))
+            # Describing builds the env once; what its libraries print then (gymnasium-robotics' Adroit notice,
+            # PyOpenGL's accelerate note) is not the caller's business: migrate and make demo stay quiet.
+            with _quiet():
+                return json.loads(json.dumps(describe(target)))
         code = "import json, sys; from rlmesh._describe import describe; print(json.dumps(describe(sys.argv[1])))"
         out = subprocess.run([python, "-c", code, target], capture_output=True, text=True, timeout=120,
                              cwd=Path(__file__).resolve().parents[2], check=True).stdout
         return json.loads(out.strip().splitlines()[-1])
     except Exception:  # noqa: BLE001 - an envelope is optional metadata, never a reason to refuse the catalog
         return {}
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Python-level stdout, stderr, warnings and INFO logging silenced for the duration."""
+    import logging
+    import warnings
+
+    previous = logging.root.manager.disable
+    logging.disable(logging.INFO)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(previous)
 
 
 def _classic_scenarios() -> list[dict]:
