@@ -112,9 +112,14 @@ TEMPLATES = [
 ]
 
 # ------------------------------------------------------------------- database
+#: Seconds a database connection is kept for the next request of the same thread (``RLMESH_DB_CONN_MAX_AGE``; 0
+#: opens one per request). Opening a PostgreSQL connection costs more than serving most API reads; each connection
+#: is health-checked before reuse, so a restarted database costs one reconnect, not an error.
+RLMESH_DB_CONN_MAX_AGE = env_int("RLMESH_DB_CONN_MAX_AGE", 60)
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'rlmesh.sqlite3'}"), conn_max_age=0
+        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'rlmesh.sqlite3'}"),
+        conn_max_age=RLMESH_DB_CONN_MAX_AGE, conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
