@@ -23,7 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from ..agents.tools import WAIT_MAX_MS, ToolCall, ToolCallError
+from ..agents.tools import ENDPOINT_ERROR_TOOL, WAIT_MAX_MS, ToolCall, ToolCallError, parse_action
 
 __all__ = ["CHROME_FLAGS", "PROFILE_PREFIX", "BrowserMissing", "action_config", "chromium_paths", "element_json",
            "elements_from_dom_info", "key_name", "new_profile_dir", "start_chrome", "sweep_profiles", "text_space",
@@ -164,3 +164,26 @@ def tool_action(call: ToolCall, elements: dict[int, dict]) -> tuple[dict | None,
         return {"action_type": "CLICK_ELEMENT", "ref": ref}, (), f"clicked [{args['ref']}]"
     return ({"action_type": "FOCUS_ELEMENT_AND_TYPE_TEXT", "ref": ref, "text": args["text"]}, (),
             f"typed {json.dumps(args['text'])[:80]} into [{args['ref']}]")
+
+
+class ToolStepMixin:
+    """``step`` of a gymnasium env driven by tool calls in a browser (MiniWoB, the shop): parse the call, then an
+    endpoint error, ``finish`` or a browser action. The env provides ``tools``, ``_elements`` (ref → element),
+    ``_steps``, and ``_after(action, keys=, result=, error=)``, ``_endpoint_error(message)`` and ``_finish(reason)``,
+    each returning the gymnasium step tuple."""
+
+    def step(self, action: Any):
+        self._steps += 1
+        try:
+            call = parse_action(action, self.tools)
+        except ToolCallError as exc:
+            return self._after(None, error=str(exc))
+        if call.tool == ENDPOINT_ERROR_TOOL:
+            return self._endpoint_error(str(call.arguments.get("message") or "endpoint error"))
+        if call.tool == "finish":
+            return self._finish(f"finished: {call.arguments.get('reason', '')}"[:200])
+        try:
+            browser_action, keys, result = tool_action(call, self._elements)
+        except ToolCallError as exc:
+            return self._after(None, error=str(exc))
+        return self._after(browser_action, keys=keys, result=result)

@@ -17,9 +17,8 @@ import gymnasium as gym
 import numpy as np
 
 from ..agents.observation import render_elements
-from ..agents.tools import ENDPOINT_ERROR_TOOL, ToolCallError, parse_action
 from .browser import CHROME_FLAGS, PROFILE_PREFIX, BrowserMissing, action_config, chromium_paths, element_json, \
-    new_profile_dir, start_chrome, text_space, tool_action
+    ToolStepMixin, new_profile_dir, start_chrome, text_space
 
 __all__ = ["CHROME_FLAGS", "PROFILE_PREFIX", "BrowserMissing", "MiniWoBToolEnv", "chromium_paths"]
 
@@ -65,7 +64,7 @@ def _browser_class():
     return Browser
 
 
-class MiniWoBToolEnv(gym.Env):
+class MiniWoBToolEnv(ToolStepMixin, gym.Env):
     """One MiniWoB task acted on with tool calls (JSON text actions); see :mod:`evaluations.prebuilt.miniwob`."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
@@ -142,28 +141,16 @@ class MiniWoBToolEnv(gym.Env):
         self._goal = str(mw_obs.get("utterance", ""))
         return self._observe(mw_obs, ""), self._info(tool_result="reset")
 
-    def step(self, action: Any):
-        self._steps += 1
-        try:
-            call = parse_action(action, self.tools)
-        except ToolCallError as exc:
-            return self._after(None, error=str(exc))
-        if call.tool == ENDPOINT_ERROR_TOOL:
-            message = str(call.arguments.get("message") or "endpoint error")
-            self._observe_again()
-            return self._last, 0.0, False, True, self._info(tool_result="endpoint error", endpoint_error=message)
-        if call.tool == "finish":
-            meta = self._browser.instance.get_metadata()
-            raw = float(meta.get("raw_reward") or 0.0) if meta.get("done") else 0.0
-            self._observe_again()
-            info = self._info(raw, tool_result=f"finished: {call.arguments.get('reason', '')}"[:200],
-                              ended=True, terminal_action=True)
-            return self._last, max(raw, 0.0), True, False, info
-        try:
-            action_dict, keys, result = tool_action(call, self._elements)
-        except ToolCallError as exc:
-            return self._after(None, error=str(exc))
-        return self._after(action_dict, keys=keys, result=result)
+    def _endpoint_error(self, message: str):
+        self._observe_again()
+        return self._last, 0.0, False, True, self._info(tool_result="endpoint error", endpoint_error=message)
+
+    def _finish(self, reason: str):
+        meta = self._browser.instance.get_metadata()
+        raw = float(meta.get("raw_reward") or 0.0) if meta.get("done") else 0.0
+        self._observe_again()
+        return self._last, max(raw, 0.0), True, False, self._info(raw, tool_result=reason, ended=True,
+                                                                   terminal_action=True)
 
     def _observe_again(self) -> None:
         if not self._browser.instance.get_metadata().get("done"):

@@ -20,8 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from ...agents.observation import render_elements
-from ...agents.tools import ENDPOINT_ERROR_TOOL, ToolCallError, parse_action
-from ..browser import action_config, elements_from_dom_info, new_profile_dir, start_chrome, text_space, tool_action
+from ..browser import ToolStepMixin, action_config, elements_from_dom_info, new_profile_dir, start_chrome, text_space
 from . import checks
 from .app import ShopApp, ShopServer
 from .data import Content
@@ -39,7 +38,7 @@ _OBSERVE = ("return {dom: core.getDOMInfo(), page: document.body.dataset.page ||
             "form: window.shopForm ? window.shopForm() : {}};")
 
 
-class ShopToolEnv(gym.Env):
+class ShopToolEnv(ToolStepMixin, gym.Env):
     """One shop task (or an open task) acted on with tool calls; see :mod:`evaluations.prebuilt.shop`."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
@@ -156,27 +155,15 @@ class ShopToolEnv(gym.Env):
         obs = self._observe(self._settle())
         return obs, self._info(tool_result="reset")[1]
 
-    def step(self, action: Any):
-        self._steps += 1
-        try:
-            call = parse_action(action, self.tools)
-        except ToolCallError as exc:
-            return self._after(None, error=str(exc))
-        if call.tool == ENDPOINT_ERROR_TOOL:
-            message = str(call.arguments.get("message") or "endpoint error")
-            obs = self._observe("")
-            _, info = self._info(tool_result="endpoint error", ended=True, endpoint_error=message)
-            return obs, 0.0, False, True, info
-        if call.tool == "finish":
-            obs = self._observe("")
-            reward, info = self._info(tool_result=f"finished: {call.arguments.get('reason', '')}"[:200], ended=True,
-                                      terminal_action=True)
-            return obs, reward, True, False, info
-        try:
-            miniwob_action, keys, result = tool_action(call, self._elements)
-        except ToolCallError as exc:
-            return self._after(None, error=str(exc))
-        return self._after(miniwob_action, keys=keys, result=result)
+    def _endpoint_error(self, message: str):
+        obs = self._observe("")
+        _, info = self._info(tool_result="endpoint error", ended=True, endpoint_error=message)
+        return obs, 0.0, False, True, info
+
+    def _finish(self, reason: str):
+        obs = self._observe("")
+        reward, info = self._info(tool_result=reason, ended=True, terminal_action=True)
+        return obs, reward, True, False, info
 
     def _execute(self, action: dict, keys: tuple[str, ...]) -> str:
         """Run one miniwob action in the browser; the error text when the browser refused it."""
