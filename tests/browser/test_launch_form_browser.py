@@ -91,6 +91,23 @@ def test_fields_and_json_stay_in_sync_both_ways(page, live):
     shot(page, "launch-form-locked")
 
 
+def test_a_malformed_tag_or_env_var_is_named_and_the_json_waits(page, live):
+    page.goto(f"{live.url}/evaluations/new")
+    before = json.loads(page.input_value("#id_request_json"))
+    page.fill("#id_tags", "team:robotics, badtag")
+    expect(page.locator("#json-note")).to_contain_text('Tags must be key:value (not "badtag")')
+    expect(page.locator("#id_tags")).to_have_attribute("aria-invalid", "true")
+    assert "tags" not in json.loads(page.input_value("#id_request_json"))  # unchanged until fixed, nothing dropped
+    page.fill("#id_env_vars", "A=1\nNOEQUALS")
+    expect(page.locator("#json-note")).to_contain_text('envVars lines must be KEY=value (not "NOEQUALS")')
+    page.fill("#id_tags", "team:robotics")
+    page.fill("#id_env_vars", "A=1")
+    expect(page.locator("#json-note")).to_have_text("")
+    after = json.loads(page.input_value("#id_request_json"))
+    assert after["tags"] == {"team": "robotics"} and after["models"][0]["envVars"] == {"A": "1"}
+    assert after["tasks"] == before["tasks"]
+
+
 def test_a_seed_beyond_2_53_survives_run_again(page, live):
     """Field case: submit "seed": 9007199254740993, open Run again, edit only the name: it became …992."""
     raw = ('{"name": "big seed", "model": "prebuilt/random", "tasks": [{"env": "prebuilt/classic-control", '
