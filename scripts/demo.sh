@@ -39,6 +39,14 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 curl -fsS "$url/v1/info" >/dev/null || { echo "web server did not start; see var/web.log"; tail -20 var/web.log; exit 1; }
+# Submit once the worker has announced itself (else the plan rightly warns that no worker is alive).
+$PY manage.py shell -c "
+import time
+from evaluations.planning.plan import live_workers
+deadline = time.monotonic() + 60
+while not live_workers() and time.monotonic() < deadline:
+    time.sleep(0.2)
+" || true
 
 export RLMESH_API_KEY="$api_key" RLMESH_PLATFORM_URL="$url"
 echo "== Submitting examples/cartpole.json with the official rlmesh CLI"
