@@ -102,6 +102,15 @@ def _items(text: str) -> list[str]:
     return [part.strip() for part in (text or "").split(",") if part.strip()]
 
 
+def _pairs(value: str, split, separator: str, rule: str) -> str:
+    """``value`` unchanged when each of its entries (``split(value)``) has a non-empty name before ``separator``;
+    else a ValidationError naming the malformed ones (never dropped silently)."""
+    bad = [entry for entry in split(value) if entry.find(separator) < 1]
+    if bad:
+        raise forms.ValidationError(f"{rule} (not {', '.join(json.dumps(b) for b in bad)})")
+    return value
+
+
 _NUMERIC = {"inputmode": "numeric", "autocomplete": "off"}
 RECORD_CHOICES = [("none", "no videos"), ("all", "every episode"), ("failures", "failed episodes"), ("first", "the first N episodes")]
 SUCCESS_CHOICES = [("", "as the env declares it"), ("survived", "survived (N steps)"), ("terminated", "reached a terminal state"),
@@ -150,18 +159,10 @@ class LaunchForm(forms.Form):
         self.fields["scenarios"].choices = sorted({(s["id"], s["id"]) for c in self.catalogs for s in c["scenarios"]})
 
     def clean_tags(self) -> str:
-        value = self.cleaned_data.get("tags") or ""
-        bad = [item for item in _items(value) if item.find(":") < 1]
-        if bad:
-            raise forms.ValidationError(f"tags must be key:value (not {', '.join(json.dumps(b) for b in bad)})")
-        return value
+        return _pairs(self.cleaned_data.get("tags") or "", _items, ":", "tags must be key:value")
 
     def clean_env_vars(self) -> str:
-        value = self.cleaned_data.get("env_vars") or ""
-        bad = [line for line in _lines(value) if line.find("=") < 1]
-        if bad:
-            raise forms.ValidationError(f"envVars lines must be KEY=value (not {', '.join(json.dumps(b) for b in bad)})")
-        return value
+        return _pairs(self.cleaned_data.get("env_vars") or "", _lines, "=", "envVars lines must be KEY=value")
 
     def clean_strengths(self) -> list[str]:
         return _items(self.cleaned_data.get("strengths") or "")
