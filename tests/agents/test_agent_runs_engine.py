@@ -15,6 +15,7 @@ from evaluations.models import Evaluation, Shard
 from evaluations.planning.agent_runs import plan_agent_run
 from evaluations.runs import lifecycle
 from evaluations.runs import loop as execution
+from tests.support.agents import run_agent_shards_inline
 
 from .conftest import SECRET, free_port
 
@@ -23,11 +24,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.browser_env, pytest.mark.usefix
 
 @pytest.fixture(autouse=True)
 def _inline(monkeypatch, settings):
-    monkeypatch.setattr(execution, "HEARTBEAT_SECONDS", 3600)
-    settings.RLMESH_AGENT_ALLOW_PRIVATE_TARGETS = True
-    settings.RLMESH_AGENT_CALL_RETRIES = 1
-    settings.RLMESH_AGENT_CALL_BACKOFF = 0.05
-    settings.RLMESH_AGENT_CALL_TIMEOUT = 5
+    run_agent_shards_inline(monkeypatch, settings)
 
 
 def run(tenant, body: dict) -> Evaluation:

@@ -19,6 +19,7 @@ from evaluations.prebuilt.shop.tasks import catalog
 from evaluations.reports import evaluation_scores
 from evaluations.runs import lifecycle
 from evaluations.runs import loop as execution
+from tests.support.agents import run_agent_shards_inline
 
 pytestmark = [pytest.mark.django_db, pytest.mark.browser_env, pytest.mark.usefixtures("chromium")]
 
@@ -28,11 +29,7 @@ TASK = catalog(0)["shop.cart.t001"]  # "Add the <product> to your cart."
 
 @pytest.fixture(autouse=True)
 def _inline(monkeypatch, settings):
-    monkeypatch.setattr(execution, "HEARTBEAT_SECONDS", 3600)
-    settings.RLMESH_AGENT_ALLOW_PRIVATE_TARGETS = True
-    settings.RLMESH_AGENT_CALL_RETRIES = 1
-    settings.RLMESH_AGENT_CALL_BACKOFF = 0.05
-    settings.RLMESH_AGENT_CALL_TIMEOUT = 5
+    run_agent_shards_inline(monkeypatch, settings)
 
 
 def run(tenant, plan) -> Evaluation:

@@ -76,3 +76,15 @@ class WebhookReceiver:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def run_agent_shards_inline(monkeypatch, settings) -> None:
+    """Settings for running agent shards inside a test: no heartbeat thread, loopback endpoints allowed, one quick
+    retry and a short timeout for endpoint calls."""
+    from evaluations.runs import loop as execution
+
+    monkeypatch.setattr(execution, "HEARTBEAT_SECONDS", 3600)
+    settings.RLMESH_AGENT_ALLOW_PRIVATE_TARGETS = True
+    settings.RLMESH_AGENT_CALL_RETRIES = 1
+    settings.RLMESH_AGENT_CALL_BACKOFF = 0.05
+    settings.RLMESH_AGENT_CALL_TIMEOUT = 5
