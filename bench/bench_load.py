@@ -1,9 +1,12 @@
 """Load on the API as deployed: gunicorn + PostgreSQL seeded with 10,000 evaluations and 1,000,000 episodes, then
 50 concurrent submitters and 200 pollers (get, list, scores) for 60 s. A benchmark, not a timed test.
 
-Prints, in one run: the unloaded p50/p95 of get / list / scores at that size (sequential requests), then under load
-the error count and rate, requests per second and p50/p95/p99 per kind (submit, get, list, scores). Pollers run as
-``wrk`` processes (Debian's ``wrk``: 200 connections split over the three GET kinds); submitters as Python threads.
+Prints, in one run: the unloaded p50/p95 of get / list / scores at that size (sequential requests); the web tier's
+ceilings on this host (requests/s of ``/v1/info``, which touches no database, and of ``/v1/me``, which only
+authenticates, each alone for 10 s); then under load the error count and rate, requests per second and p50/p95/p99
+per kind (submit, get, list, scores), and where the CPU went: cores used by gunicorn, PostgreSQL, Redis, ``wrk`` and
+the submitter threads, and gunicorn's CPU milliseconds per request. Pollers run as ``wrk`` processes (Debian's
+``wrk``: 200 connections split over the three GET kinds); submitters as Python threads.
 
 Usage: ``.venv/bin/python bench/bench_load.py [--evaluations 10000] [--episodes-per 100] [--seconds 60]
 [--submitters 50] [--pollers 200]``.
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -80,10 +84,10 @@ WRK_LUA = r'''
 local ids = {}
 for line in io.lines(os.getenv("BENCH_IDS")) do ids[#ids + 1] = line end
 local key, kind = os.getenv("BENCH_KEY"), os.getenv("BENCH_KIND")
+local fixed = {info = "/v1/info", me = "/v1/me", list = "/v1/evaluations?limit=25"}
 request = function()
   local id = ids[math.random(#ids)]
-  local path = kind == "get" and "/v1/evaluations/" .. id or kind == "scores" and "/v1/evaluations/" .. id .. "/scores"
-               or "/v1/evaluations?limit=25"
+  local path = fixed[kind] or kind == "get" and "/v1/evaluations/" .. id or "/v1/evaluations/" .. id .. "/scores"
   return wrk.format("GET", path, {["Authorization"] = "Bearer " .. key})
 end
 done = function(summary, latency, requests)
@@ -110,6 +114,74 @@ def unloaded(live, ids: list[str], n: int = 60) -> None:
     for kind, path in (("get", "/v1/evaluations/{}"), ("list", "/v1/evaluations?limit=25"), ("scores", "/v1/evaluations/{}/scores")):
         times = [_get(live.url + path.format(ids[i % len(ids)]), live.api_key) for i in range(n)]
         print(f"unloaded {kind:6s}: p50 {statistics.median(times):.1f} ms  p95 {_pct(times, 95):.1f} ms")
+
+
+def _wrk(live, lua: Path, ids_file: str, kind: str, connections: int, seconds: float) -> subprocess.Popen:
+    env = {**os.environ, "BENCH_IDS": ids_file, "BENCH_KEY": live.api_key, "BENCH_KIND": kind}
+    return subprocess.Popen(["wrk", "-t", "1", "-c", str(connections), "-d", f"{int(seconds)}s", "--timeout", "30s",
+                             "-s", str(lua), live.url], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wrk_result(kind: str, proc: subprocess.Popen) -> tuple[int, int, float, float, float, float]:
+    """(requests, errors, seconds, p50, p95, p99 in ms) from the RESULT line of WRK_LUA's ``done``."""
+    output = proc.communicate()[0]
+    line = next((line for line in output.splitlines() if line.startswith("RESULT")), None)
+    if line is None:
+        raise RuntimeError(f"wrk ({kind}) printed no result:\n{output}")
+    n, status_errors, socket_errors, duration_us, p50, p95, p99, _ = line.split()[1:]
+    return (int(n), int(status_errors) + int(socket_errors), float(duration_us) / 1e6, float(p50), float(p95),
+            float(p99))
+
+
+def ceilings(live, lua: Path, ids_file: str, seconds: float = 10) -> None:
+    """Requests/s of an endpoint without a database query and of one that only authenticates, each alone: what the
+    web tier can serve on this host before any work of our own."""
+    for kind, what in (("info", "no database"), ("me", "authentication only")):
+        n, errors, duration, p50, _, _ = _wrk_result(kind, _wrk(live, lua, ids_file, kind, 50, seconds))
+        print(f"ceiling  {kind:6s}: {n / duration:6.1f} req/s  p50 {p50:.1f} ms  errors {errors}  ({what})")
+
+
+#: The CPU breakdown's groups, by program name (gunicorn and postgres retitle their processes "name: …").
+CPU_GROUPS = {"gunicorn": "gunicorn", "postgres": "postgresql", "redis-server": "redis", "wrk": "wrk"}
+
+
+def _processes() -> dict[int, tuple[int, str, float]]:
+    """pid → (parent pid, program name, CPU seconds so far, user + system), from /proc (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        program = os.path.basename(argv0.split(" ", 1)[0]).rstrip(":")
+        found[int(pid)] = (int(fields[1]), program, (int(fields[11]) + int(fields[12])) / tick)
+    return found
+
+
+def cpu_seconds(live) -> dict[str, float]:
+    """CPU seconds used so far by this platform's processes, per CPU_GROUPS group: the descendants of this bench
+    process (gunicorn, wrk), of its PostgreSQL postmaster and its Redis; this process itself (the submitter
+    threads) as "submitters". Other programs on the host are not counted."""
+    processes = _processes()
+    roots = {os.getpid(), live.redis.proc.pid,
+             int((live.postgres.data / "postmaster.pid").read_text().split()[0])}
+
+    def ours(pid: int) -> bool:
+        while pid > 1 and pid in processes:
+            if pid in roots:
+                return True
+            pid = processes[pid][0]
+        return False
+
+    totals = dict.fromkeys(CPU_GROUPS.values(), 0.0)
+    for pid, (_, program, seconds) in processes.items():
+        if program in CPU_GROUPS and ours(pid):
+            totals[CPU_GROUPS[program]] += seconds
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    totals["submitters"] = usage.ru_utime + usage.ru_stime
+    return totals
 
 
 def submitters(live, count: int, seconds: float, out: dict) -> None:
@@ -139,35 +211,30 @@ def submitters(live, count: int, seconds: float, out: dict) -> None:
         t.join()
 
 
-def loaded(live, ids_file: str, args) -> None:
-    lua = Path(tempfile.mkdtemp()) / "poll.lua"
-    lua.write_text(WRK_LUA)
-    env = {**os.environ, "BENCH_IDS": ids_file, "BENCH_KEY": live.api_key}
+def loaded(live, lua: Path, ids_file: str, args) -> None:
     per = max(1, args.pollers // 3)
-    wrks = {kind: subprocess.Popen(["wrk", "-t", "1", "-c", str(per), "-d", f"{int(args.seconds)}s", "--timeout", "30s",
-                                    "-s", str(lua), live.url], env={**env, "BENCH_KIND": kind},
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            for kind in ("get", "list", "scores")}
+    cpu_before, t0 = cpu_seconds(live), time.monotonic()
+    wrks = {kind: _wrk(live, lua, ids_file, kind, per, args.seconds) for kind in ("get", "list", "scores")}
     sub = {"times": [], "errors": 0}
     submitters(live, args.submitters, args.seconds, sub)
     total_get, errors = 0, 0
     for kind, proc in wrks.items():
-        output = proc.communicate()[0]
-        line = next((line for line in output.splitlines() if line.startswith("RESULT")), None)
-        if line is None:
-            raise RuntimeError(f"wrk ({kind}) printed no result:\n{output}")
-        n, status_errors, socket_errors, duration_us, p50, p95, p99, _ = line.split()[1:]
-        rate = int(n) / (float(duration_us) / 1e6)
+        n, kind_errors, duration, p50, p95, p99 = _wrk_result(kind, proc)
+        rate = n / duration
         total_get += rate
-        errors += int(status_errors) + int(socket_errors)
-        print(f"loaded   {kind:6s}: {rate:6.1f} req/s  p50 {float(p50):.1f} ms  p95 {float(p95):.1f} ms  p99 {float(p99):.1f} ms  "
-              f"errors {int(status_errors) + int(socket_errors)}")
+        errors += kind_errors
+        print(f"loaded   {kind:6s}: {rate:6.1f} req/s  p50 {p50:.1f} ms  p95 {p95:.1f} ms  p99 {p99:.1f} ms  "
+              f"errors {kind_errors}")
+    elapsed = time.monotonic() - t0
+    used = {name: seconds - cpu_before[name] for name, seconds in cpu_seconds(live).items()}
     t = sub["times"]
     print(f"loaded   submit: {len(t) / args.seconds:6.1f} req/s  p50 {_pct(t, 50):.1f} ms  p95 {_pct(t, 95):.1f} ms  "
           f"p99 {_pct(t, 99):.1f} ms  errors {sub['errors']}")
     total = len(t) + total_get * args.seconds
     print(f"under load: {total_get:.0f} GET/s; errors {errors + sub['errors']} of {total:.0f} requests "
           f"({(errors + sub['errors']) / max(total, 1):.4%})")
+    print(f"CPU under load ({os.cpu_count()} cores): " + ", ".join(f"{name} {seconds / elapsed:.2f}" for name, seconds in used.items())
+          + f" cores; gunicorn {used['gunicorn'] * 1000 / max(total, 1):.1f} ms of CPU per request")
 
 
 def main() -> None:
@@ -188,8 +255,11 @@ def main() -> None:
         ids_file = live.var / "ids.txt"
         ids_file.write_text("\n".join(info["ids"]) + "\n")
         live.start_web()
+        lua = live.var / "poll.lua"
+        lua.write_text(WRK_LUA)
         unloaded(live, info["ids"])
-        loaded(live, str(ids_file), args)
+        ceilings(live, lua, str(ids_file))
+        loaded(live, lua, str(ids_file), args)
 
 
 if __name__ == "__main__":

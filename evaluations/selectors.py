@@ -10,10 +10,15 @@ from .models import ApiKey, Evaluation, ImageRepository, Membership, Organizatio
 __all__ = ["api_keys_with_effective_role", "evaluation_detail_queryset", "images_visible_to"]
 
 
+_VERSION_DETAIL_FIELDS = ("describe", "probe_log", "labels", "checkpoints")
+
+
 def evaluation_detail_queryset() -> QuerySet[Evaluation]:
     """Evaluations with their creator and workloads (each with its image versions and ``done``/``errored`` episode
     counts) preloaded: what the detail page and ``GET /v1/evaluations/{id}`` render. Scope it with ``for_org``."""
-    workloads = Workload.objects.select_related("model_version", "env_version").annotate(
+    # Pages show the versions' digests and scenario names; their describe output, probe log and labels are large JSON.
+    heavy = [f"{side}__{field}" for side in ("model_version", "env_version") for field in _VERSION_DETAIL_FIELDS]
+    workloads = Workload.objects.select_related("model_version", "env_version").defer(*heavy).annotate(
         done=Count("episode_set"), errored=Count("episode_set", filter=Q(episode_set__status=EpisodeStatus.ERROR))
     )
     return Evaluation.objects.select_related("creator").prefetch_related(Prefetch("workloads", queryset=workloads))

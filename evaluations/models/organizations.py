@@ -11,10 +11,12 @@ from django.db import models
 from django.utils import timezone
 
 from ..choices import Role, lesser_role
+from .key_lookup import keys_with_prefix
 
 __all__ = ["ApiKey", "Membership", "Organization"]
 
 API_KEY_PREFIX = "rlm_"
+_UNKNOWN = object()
 API_KEY_LOOKUP_LENGTH = 8
 
 
@@ -82,12 +84,15 @@ def hash_api_key(key: str) -> str:
 
 class ApiKeyQuerySet(models.QuerySet):
     def for_key(self, key: str) -> ApiKey | None:
-        """Return the live key matching the plaintext ``key`` (prefix lookup, constant-time compare), else None."""
+        """Return the key matching the plaintext ``key`` (prefix lookup, constant-time compare), else None; revoked
+        and expired keys too (``is_usable`` tells). It comes with its organization and creator loaded and its
+        creator's current role known, so ``effective_role()`` costs no query: one statement in all
+        (``key_lookup.keys_with_prefix``)."""
         if not key.startswith(API_KEY_PREFIX) or len(key) < len(API_KEY_PREFIX) + API_KEY_LOOKUP_LENGTH + 16:
             return None
         prefix = key[len(API_KEY_PREFIX) : len(API_KEY_PREFIX) + API_KEY_LOOKUP_LENGTH]
         digest = hash_api_key(key)
-        for candidate in self.filter(prefix=prefix).select_related("organization", "user"):
+        for candidate in keys_with_prefix(self.db, prefix):
             if hmac.compare_digest(candidate.hashed, digest):
                 return candidate
         return None
@@ -151,10 +156,12 @@ class ApiKey(models.Model):
         a creator (made by an operator) keep their own role."""
         if self.user_id is None:
             return self.role
-        creator_role = (
-            Membership.objects.filter(user_id=self.user_id, organization_id=self.organization_id)
-            .values_list("role", flat=True).first()
-        )
+        creator_role = self.__dict__.get("creator_role", _UNKNOWN)  # known when it came from for_key
+        if creator_role is _UNKNOWN:
+            creator_role = (
+                Membership.objects.filter(user_id=self.user_id, organization_id=self.organization_id)
+                .values_list("role", flat=True).first()
+            )
         if creator_role is None or not self.user.is_active:
             return None
         return lesser_role(self.role, creator_role)

@@ -14,7 +14,7 @@ from tests.support.comparisons import HEURISTICS, RANDOM, add_outcomes, finished
 pytestmark = pytest.mark.django_db
 
 NIGHTLY = {"suite": "nightly"}
-AUTH = 2
+AUTH = 1  # the API key with its organization, creator and the creator's membership (one statement)
 
 
 def put(client, tag, evaluation):

@@ -9,7 +9,7 @@ from tests.support.comparisons import HEURISTICS, RANDOM, add_outcomes, finished
 
 pytestmark = pytest.mark.django_db
 
-AUTH = 2  # API key, creator's membership
+AUTH = 1  # the API key with its organization, creator and the creator's membership (one statement)
 
 
 def compare(client, a, b, **params):

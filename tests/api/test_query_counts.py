@@ -1,9 +1,9 @@
 """Query counts of the /v1 list and detail endpoints, pinned (STYLE habit 2), and independent of the number of rows:
 each endpoint is measured with a small world and again after it grew.
 
-Every authenticated request starts with 2 queries: the API key (with its organization and creator) and the
-creator's membership (an API key's role is capped by its creator's). ``last_used_at`` is written at most once a
-minute, so a first request warms it before counting.
+Every authenticated request starts with 1 query: the API key with its organization, its creator and the creator's
+membership (an API key's role is capped by its creator's). ``last_used_at`` is written at most once a minute, so a
+first request warms it before counting.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.conftest import cartpole_request
 
 pytestmark = pytest.mark.django_db
 
-AUTH = 2  # API key, creator's membership
+AUTH = 1  # the API key with its organization, creator and the creator's membership (one statement)
 
 
 @pytest.fixture
@@ -104,6 +104,17 @@ def test_evaluation_detail(api, evaluation, django_assert_num_queries):
     add_workloads(evaluation, 45)
     body = count(api, django_assert_num_queries, url, AUTH + 2)
     assert len(body["workloads"]) == 51
+
+
+def test_evaluation_detail_reads_no_image_describe_output(api, evaluation, django_assert_num_queries):
+    """The workloads query takes each image version's digest, not its describe output, probe log or labels (large
+    JSON decoded for nothing on every poll)."""
+    with django_assert_num_queries(AUTH + 2) as queries:
+        assert api.get(f"/v1/evaluations/{evaluation.public_id}").status_code == 200
+    (workloads_sql,) = [q["sql"] for q in queries.captured_queries if 'FROM "evaluations_workload"' in q["sql"]]
+    assert '"digest"' in workloads_sql
+    for column in ("describe", "probe_log", "labels", "checkpoints"):
+        assert f'."{column}"' not in workloads_sql, column
 
 
 def test_episodes_page(api, evaluation, django_assert_num_queries):
