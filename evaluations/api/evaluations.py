@@ -76,7 +76,10 @@ class EvaluationListView(OrgScopedView):
     def get(self, request):
         limit = page_limit(request, default=25, maximum=self.MAX_LIMIT)
         filterset = EvaluationFilterSet(
-            request.query_params, queryset=Evaluation.objects.for_org(self.organization).select_related("creator")
+            request.query_params,
+            # A summary needs neither the request as received nor the effective config (both grow with workloads).
+            queryset=Evaluation.objects.for_org(self.organization).select_related("creator")
+            .defer("request_raw", "request", "config", "endpoint_key", "judge_key"),
         )
         if not filterset.is_valid():
             raise ValidationError({k: list(v) for k, v in filterset.errors.items()})

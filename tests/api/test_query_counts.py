@@ -96,6 +96,17 @@ def test_evaluation_list(api, tenant_a, evaluation, django_assert_num_queries):
     count(api, django_assert_num_queries, f"/v1/evaluations?limit=10&cursor={page['nextCursor']}", AUTH + 1)
 
 
+def test_evaluation_list_reads_no_request_or_config(api, tenant_a, evaluation, django_assert_num_queries):
+    """A list page's summaries need neither the request as received nor the effective config, which grow with
+    the number of workloads: the page query does not read them."""
+    with django_assert_num_queries(AUTH + 1) as queries:
+        assert len(api.get("/v1/evaluations").json()["items"]) == 1
+    page_sql = queries.captured_queries[-1]["sql"]
+    assert '"public_id"' in page_sql
+    for column in ("request_raw", "request", "config", "endpoint_key", "judge_key"):
+        assert f'"evaluations_evaluation"."{column}"' not in page_sql, column
+
+
 def test_evaluation_detail(api, evaluation, django_assert_num_queries):
     url = f"/v1/evaluations/{evaluation.public_id}"
     add_workloads(evaluation, 5)
