@@ -142,11 +142,13 @@ def ceilings(live, lua: Path, ids_file: str, seconds: float = 10) -> None:
 
 
 #: The CPU breakdown's groups, by program name (gunicorn and postgres retitle their processes "name: …").
-CPU_GROUPS = {"gunicorn": "gunicorn", "postgres": "postgresql", "redis-server": "redis", "wrk": "wrk"}
+CPU_GROUPS = {"gunicorn": "gunicorn", "postgres": "postgresql", "redis-server": "redis"}
 
 
 def _processes() -> dict[int, tuple[int, str, float]]:
-    """pid → (parent pid, program name, CPU seconds so far, user + system), from /proc (Linux)."""
+    """pid → (parent pid, program name, CPU seconds: its own user + system and that of its children it reaped),
+    from /proc (Linux). A reaped child's time is in its parent's, so PostgreSQL backends that closed meanwhile
+    still count (in the postmaster's)."""
     tick = os.sysconf("SC_CLK_TCK")
     found = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -156,14 +158,14 @@ def _processes() -> dict[int, tuple[int, str, float]]:
         except OSError:
             continue  # ended meanwhile
         program = os.path.basename(argv0.split(" ", 1)[0]).rstrip(":")
-        found[int(pid)] = (int(fields[1]), program, (int(fields[11]) + int(fields[12])) / tick)
+        found[int(pid)] = (int(fields[1]), program, sum(int(f) for f in fields[11:15]) / tick)
     return found
 
 
 def cpu_seconds(live) -> dict[str, float]:
-    """CPU seconds used so far by this platform's processes, per CPU_GROUPS group: the descendants of this bench
-    process (gunicorn, wrk), of its PostgreSQL postmaster and its Redis; this process itself (the submitter
-    threads) as "submitters". Other programs on the host are not counted."""
+    """CPU seconds used so far by this platform's processes, per group: CPU_GROUPS among the descendants of this
+    bench process, of its PostgreSQL postmaster and of its Redis; ``wrk`` (this process's reaped children); and
+    this process itself (the submitter threads). Other programs on the host are not counted."""
     processes = _processes()
     roots = {os.getpid(), live.redis.proc.pid,
              int((live.postgres.data / "postmaster.pid").read_text().split()[0])}
@@ -179,6 +181,8 @@ def cpu_seconds(live) -> dict[str, float]:
     for pid, (_, program, seconds) in processes.items():
         if program in CPU_GROUPS and ours(pid):
             totals[CPU_GROUPS[program]] += seconds
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # wrk, once waited for
+    totals["wrk"] = children.ru_utime + children.ru_stime
     usage = resource.getrusage(resource.RUSAGE_SELF)
     totals["submitters"] = usage.ru_utime + usage.ru_stime
     return totals

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from rest_framework import serializers
 
-from .schema import DisplayTextField, StrictCharField, StrictIntegerField
+from .schema import DisplayTextField, StrictCharField, StrictIntegerField, unknown_fields_ignored
 
 __all__ = ["AgentRunRequestSerializer", "EndpointSerializer", "MAX_KEY_BYTES", "MAX_PARAMS_BYTES", "MAX_STEPS",
            "MAX_TASK_IDS", "agent_unknown_field_warnings"]
@@ -81,9 +81,9 @@ class AgentRunRequestSerializer(serializers.Serializer):
 
 def agent_unknown_field_warnings(data: Mapping) -> list[str]:
     """Warnings for fields the run request does not know (top level and ``endpoint``); they are ignored."""
-    warnings = [f'unknown field "{k}" was ignored' for k in data if k not in AgentRunRequestSerializer().fields]
+    unknown = [k for k in data if k not in AgentRunRequestSerializer().fields]
     endpoint = data.get("endpoint")
     if isinstance(endpoint, Mapping):
         known = set(EndpointSerializer().fields)
-        warnings += [f'unknown field "endpoint.{k}" was ignored' for k in endpoint if k not in known]
-    return warnings
+        unknown += [f"endpoint.{k}" for k in endpoint if k not in known]
+    return unknown_fields_ignored(unknown)

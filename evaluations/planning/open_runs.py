@@ -28,7 +28,7 @@ from .agent_runs import AGENT_MODEL, AgentModel, AgentPlan, AgentTask, EndpointI
     _endpoint_checks, _request_timeout, agent_env_reference, is_agent_scenario, redacted_request
 from .agent_schema import MAX_KEY_BYTES, MAX_PARAMS_BYTES, MAX_STEPS, EndpointSerializer
 from .parse import RequestInvalid
-from .schema import DisplayTextField, StrictCharField, StrictIntegerField, flatten_errors
+from .schema import DisplayTextField, StrictCharField, StrictIntegerField, flatten_errors, unknown_fields_ignored
 
 __all__ = ["MAX_DEFINITION_CHARS", "MAX_ROLLOUTS", "OpenRunRequestSerializer", "plan_open_run"]
 
@@ -87,12 +87,12 @@ class OpenRunRequestSerializer(serializers.Serializer):
 
 def open_unknown_field_warnings(data) -> list[str]:
     """Warnings for fields the open-run request does not know (top level, ``endpoint`` and ``judge``)."""
-    warnings = [f'unknown field "{k}" was ignored' for k in data if k not in OpenRunRequestSerializer().fields]
+    unknown = [k for k in data if k not in OpenRunRequestSerializer().fields]
     for name, serializer in (("endpoint", EndpointSerializer), ("judge", JudgeSerializer)):
         if isinstance(data.get(name), dict):
             known = set(serializer().fields)
-            warnings += [f'unknown field "{name}.{k}" was ignored' for k in data[name] if k not in known]
-    return warnings
+            unknown += [f"{name}.{k}" for k in data[name] if k not in known]
+    return unknown_fields_ignored(unknown)
 
 
 def _open_scenario(req: dict, organization: Organization, errors: list[dict]):

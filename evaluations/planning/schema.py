@@ -231,9 +231,30 @@ class EvaluationRequestSerializer(serializers.Serializer):
 IGNORED_FIELDS = {"maxBatchSize", "clientsPerServer", "managed"}
 
 
+#: Unknown fields named one by one in a plan's warnings; the rest are counted in one more warning, so a request's
+#: stored warnings cannot grow with its number of unknown fields.
+MAX_NAMED_UNKNOWN_FIELDS = 10
+#: Characters of an unknown field's path a warning quotes (a key may be as long as the body).
+MAX_QUOTED_PATH = 100
+
+
+def unknown_fields_ignored(paths: list[str]) -> list[str]:
+    """Warnings that the fields at ``paths`` (JSON paths such as ``tasks[0].foo``) were ignored: one per path for
+    the first MAX_NAMED_UNKNOWN_FIELDS (each quoted up to MAX_QUOTED_PATH characters), then one counting the rest."""
+    def quoted(path: str) -> str:
+        return path if len(path) <= MAX_QUOTED_PATH else path[:MAX_QUOTED_PATH] + "…"
+
+    warnings = [f'unknown field "{quoted(p)}" was ignored' for p in paths[:MAX_NAMED_UNKNOWN_FIELDS]]
+    rest = len(paths) - MAX_NAMED_UNKNOWN_FIELDS
+    if rest > 0:
+        warnings.append(f"{rest:,} more unknown field{'s were' if rest != 1 else ' was'} ignored")
+    return warnings
+
+
 def unknown_field_warnings(data: Mapping) -> list[str]:
     """Warnings for fields the schema does not know (top level, models[i], tasks[i]); they are ignored."""
     warnings: list[str] = []
+    unknown: list[str] = []
 
     def check(obj, serializer_cls, path):
         if not isinstance(obj, Mapping):
@@ -244,7 +265,7 @@ def unknown_field_warnings(data: Mapping) -> list[str]:
                 if path == "" and key in IGNORED_FIELDS:
                     warnings.append(f'"{key}" is not used by this platform and was ignored')
                 else:
-                    warnings.append(f'unknown field "{path}{key}" was ignored')
+                    unknown.append(f"{path}{key}")
 
     check(data, EvaluationRequestSerializer, "")
     models = data.get("models")
@@ -257,7 +278,7 @@ def unknown_field_warnings(data: Mapping) -> list[str]:
     if isinstance(tasks, list):
         for i, entry in enumerate(tasks):
             check(entry, TaskSerializer, f"tasks[{i}].")
-    return warnings
+    return warnings + unknown_fields_ignored(unknown)
 
 
 def flatten_errors(errors, prefix: str = "") -> list[dict]:

@@ -155,6 +155,12 @@ def test_unknown_fields_are_ignored_with_a_warning(api):
     assert 'unknown field "endpoint.temperature" was ignored' in data["warnings"]
 
 
+def test_many_unknown_fields_make_a_bounded_warning_list(api):
+    data = submit(api, **{f"k{i}": 1 for i in range(50)}, **{f"endpoint__e{i}": 1 for i in range(5)})
+    assert data["warnings"][:10] == [f'unknown field "k{i}" was ignored' for i in range(10)]
+    assert data["warnings"][10:] == ["45 more unknown fields were ignored"]
+
+
 def test_a_full_env_reference_is_accepted(api):
     data = submit(api, env_id="prebuilt/miniwob")
     assert api.get(f"/agents/evaluations/run/{data['run_id']}/status").json()["env_id"] == "prebuilt/miniwob"

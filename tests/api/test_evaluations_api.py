@@ -205,6 +205,22 @@ class TestValidation:
         assert 'unknown field "tasks[0].difficulty" was ignored' in warnings
         assert any("maxBatchSize" in w for w in warnings)
 
+    def test_many_unknown_fields_make_a_bounded_warning_list(self, api):
+        """A field case: 80,000 unknown fields in an 858 KB body were stored as 80,000 warnings, making every
+        later read of the evaluation megabytes long. Ten are named, the rest counted; a long key is cut."""
+        body = cartpole_request(**{f"k{i}": 1 for i in range(3000)}, **{"x" * 5000: 1})
+        body["tasks"][0].update({f"u{i}": 1 for i in range(2000)})
+        r = post_json(api, "/v1/evaluations", body)
+        assert r.status_code == 201, r.content
+        warnings = Evaluation.objects.get(public_id=r.json()["id"]).warnings
+        unknown = [w for w in warnings if "unknown field" in w]
+        assert unknown[:2] == ['unknown field "k0" was ignored', 'unknown field "k1" was ignored']
+        assert unknown[-1] == "4,991 more unknown fields were ignored" and len(unknown) == 11
+        assert len(json.dumps(warnings)) < 2000
+        body = cartpole_request(**{"y" * 5000: 1})
+        (long_one,) = post_json(api, "/v1/evaluation-previews", body).json()["warnings"][:1]
+        assert long_one == f'unknown field "{"y" * 100}…" was ignored'
+
 
 # --------------------------------------------------------------- preview
 def test_preview_sizes_the_request_and_writes_nothing(api):

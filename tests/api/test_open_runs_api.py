@@ -104,6 +104,13 @@ def test_unknown_fields_are_warnings(api):
     assert r.json()["warnings"] == ['unknown field "colour" was ignored', 'unknown field "judge.temperature" was ignored']
 
 
+def test_many_unknown_fields_make_a_bounded_warning_list(api):
+    r = open_run(api, **{f"k{i}": 1 for i in range(11)})
+    assert r.status_code == 201
+    assert r.json()["warnings"] == [f'unknown field "k{i}" was ignored' for i in range(10)] + [
+        "1 more unknown field was ignored"]
+
+
 def test_the_open_task_is_not_a_catalog_task(api):
     r = post(api, {"env_id": "shop", "model": "m", "task_ids": ["shop.open"],
                    "endpoint": {"url": "https://your-agent.example.com"}})
