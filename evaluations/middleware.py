@@ -1,8 +1,34 @@
-"""Dashboard middleware."""
+"""Middleware: request bodies the platform cannot read, and the dashboard's no-organization page."""
 
 from __future__ import annotations
 
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
+
+#: Paths that answer in the JSON error envelope.
+JSON_PREFIXES = ("/v1/", "/agents/", "/oauth/")
+
+
+class LengthRequiredMiddleware:
+    """A body sent without ``Content-Length`` (``Transfer-Encoding: chunked``) is a 411 naming the header.
+
+    Django reads exactly ``Content-Length`` bytes of a WSGI body, so such a body used to arrive empty: a valid
+    JSON document was answered "not valid JSON", and an oversized one escaped the 413. JSON paths get the error
+    envelope; other paths a plain-text 411."""
+
+    MESSAGE = "send the request body with a Content-Length header; chunked transfer encoding is not supported"
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.META.get("HTTP_TRANSFER_ENCODING") and not request.META.get("CONTENT_LENGTH"):
+            if request.path.startswith(JSON_PREFIXES):
+                body = {"error": {"code": "length_required", "message": self.MESSAGE,
+                                  "details": [{"path": "$", "message": self.MESSAGE}]}}
+                return JsonResponse(body, status=411)
+            return HttpResponse(self.MESSAGE, status=411, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)
 
 
 class NoOrganizationMiddleware:

@@ -7,10 +7,11 @@ Messages are sent only by :mod:`evaluations.runs.dispatch`, which finds these ta
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
 
 from celery import shared_task
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import beat_embedded_init, worker_process_init, worker_ready
 
 from .runs import dispatch
 
@@ -60,6 +61,19 @@ def _reap_on_start(sender=None, **kwargs) -> None:
     # A worker that starts after a crash recovers the crashed worker's shards at once instead of
     # waiting for the next periodic run.
     dispatch.request_reap()
+
+
+@beat_embedded_init.connect
+def _embedded_beat_dies_with_worker(sender=None, **kwargs) -> None:
+    # `celery worker -B` (make demo) runs beat in a child of the worker's main process. When that process is
+    # SIGKILLed the child used to live on, orphaned, sending the reaper's schedule to no one (found by a kill -9
+    # of the demo's worker). SIGTERM lets it close its schedule file; a standalone `celery beat` is not embedded.
+    try:
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)
+    except OSError:
+        return
+    if os.getppid() == 1:  # the worker died before this ran
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 @worker_process_init.connect

@@ -73,6 +73,8 @@ BEHIND_PROXY = env_bool("RLMESH_BEHIND_PROXY", False)
 MIDDLEWARE = [
     *(["rlmesh_site.proxy.ForwardedForMiddleware"] if BEHIND_PROXY else []),
     "django.middleware.security.SecurityMiddleware",
+    # A chunked body (no Content-Length) is a 411, not an empty body.
+    "evaluations.middleware.LengthRequiredMiddleware",
     # Static files (collectstatic output) straight from gunicorn, compressed and cached.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",

@@ -25,6 +25,7 @@ from ..forms import EPISODE_SORTS, catalog_choices
 from ..htmx import is_partial, render_page_or_partial
 from ..media import episode_video_response
 from ..models import Episode, Evaluation, Workload
+from ..planning import no_worker_warning
 from ..regressions import attach_regressions
 from ..reports import performance_profiles, score_cells, task_label
 from ..runs.lifecycle import CancelRefused, cancel_evaluation
@@ -192,6 +193,7 @@ def evaluation_detail(request: HttpRequest, public_id: str, tab: str = "overview
         "tabs": TABS,
         "can_write": role in WRITE_ROLES,
         "can_cancel": may_cancel(role=role, user=request.user, evaluation=evaluation),
+        "no_worker": _no_worker(evaluation),
     }
     if tab == "overview":
         context.update(_overview_context(request, evaluation), **agent_overview(evaluation))
@@ -218,9 +220,16 @@ def evaluation_progress(request: HttpRequest, public_id: str) -> HttpResponse:
     return _render_progress(request, org_evaluation(request, public_id, evaluation_detail_queryset()))
 
 
+def _no_worker(evaluation: Evaluation) -> str | None:
+    """For an evaluation still to run: the warning that no worker is alive to run it (else None), so a page does
+    not show "running" for ever without saying why nothing moves."""
+    return None if evaluation.is_terminal else no_worker_warning()
+
+
 def _render_progress(request: HttpRequest, evaluation: Evaluation) -> HttpResponse:
     role = active_membership(request).role
-    context = {"evaluation": evaluation, "can_cancel": may_cancel(role=role, user=request.user, evaluation=evaluation)}
+    context = {"evaluation": evaluation, "can_cancel": may_cancel(role=role, user=request.user, evaluation=evaluation),
+               "no_worker": _no_worker(evaluation)}
     response = render(request, "evaluations/evaluation_detail.html#progress", context)
     if evaluation.is_terminal and request.GET.get("was") in ACTIVE_STATUSES:
         # The status changed under the page: reload so scores and charts show the final numbers.

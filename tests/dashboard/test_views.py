@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from evaluations.choices import EvaluationStatus, Role
-from evaluations.models import ApiKey, Episode, Evaluation, Membership, Workload
+from evaluations.models import ApiKey, Episode, Evaluation, Membership, WorkerProcess, Workload
 from evaluations.runs.lifecycle import create_evaluation
 from evaluations.planning import plan_evaluation
 from tests.conftest import cartpole_request, make_user
@@ -148,6 +148,19 @@ def test_progress_polls_until_terminal_then_refreshes(web, tenant_a):
     Evaluation.objects.filter(pk=evaluation.pk).update(status=EvaluationStatus.COMPLETED)
     r = web.get(f"/evaluations/{evaluation.public_id}/progress?was=running")
     assert 'hx-trigger="every 2s"' not in r.content.decode() and r["HX-Refresh"] == "true"
+
+
+def test_a_waiting_evaluation_says_when_no_worker_is_alive(web, tenant_a):
+    """A field case: with the worker killed, the page showed "running 8/80" for ever without a word."""
+    evaluation = submit(tenant_a)
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=EvaluationStatus.RUNNING)
+    for url in (f"/evaluations/{evaluation.public_id}", f"/evaluations/{evaluation.public_id}/progress"):
+        assert 'id="no-worker"' in web.get(url).content.decode(), url
+    worker = WorkerProcess.objects.create(identity="testhost:1", hostname="testhost", pid=1)
+    assert 'id="no-worker"' not in web.get(f"/evaluations/{evaluation.public_id}/progress").content.decode()
+    worker.delete()
+    Evaluation.objects.filter(pk=evaluation.pk).update(status=EvaluationStatus.COMPLETED)
+    assert 'id="no-worker"' not in web.get(f"/evaluations/{evaluation.public_id}").content.decode()
 
 
 def test_cancel_from_the_page(web, tenant_a):
