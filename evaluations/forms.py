@@ -203,9 +203,13 @@ def _task_settings(data: dict, post, catalogs: list[dict]) -> dict:
         settings["successCriterion"] = {"kind": kind, **({"steps": data["success_steps"]} if kind == "survived" and data.get("success_steps") else {}),
                                         **({"threshold": data["success_threshold"]} if kind == "return_at_least" else {})}
     env = data.get("env") or ""
-    widgets = next((c["params"] for c in catalogs if c["env"] == env), [])
-    params = {w["name"]: _param_value(w, post.get(f"param:{env}:{w['name']}", "").strip()) for w in widgets
-              if post.get(f"param:{env}:{w['name']}", "").strip()}
+    widgets = {w["name"]: w for w in next((c["params"] for c in catalogs if c["env"] == env), [])}
+    prefix = f"param:{env}:"
+    # Every posted parameter of the chosen env, declared or not: planning refuses an undeclared one by its path,
+    # as the API does, instead of the form dropping it unsaid.
+    params = {name: _param_value(widgets[name], raw) if name in widgets else raw
+              for name, raw in ((key[len(prefix):], (post.get(key) or "").strip()) for key in post if key.startswith(prefix))
+              if raw}
     if params:
         settings["params"] = params
     return settings

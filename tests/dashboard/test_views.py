@@ -331,6 +331,16 @@ class TestLaunch:
         assert r.status_code == 302, r.content.decode()[:2000]
         assert Evaluation.objects.get().request["tasks"][0]["params"] == {"render_size": 64}
 
+    def test_an_undeclared_param_is_refused_by_its_path_as_the_api_does(self, web):
+        """A field case: a hand-made fields POST with ``param:prebuilt/classic-control:x=1`` created an evaluation
+        without the parameter; the API refuses the same request at ``tasks[0].params.x``."""
+        r = web.post("/evaluations/new", {
+            "source": "fields", "models": ["prebuilt/classic-control-heuristics"], "env": "prebuilt/classic-control",
+            "task_ids": "classic/CartPole-v1", "episodes": 1, "param:prebuilt/classic-control:x": "1",
+        })
+        assert r.status_code == 400 and "<code>tasks[0].params.x</code>" in r.content.decode()
+        assert Evaluation.objects.count() == 0
+
     def test_errors_are_the_apis_and_nothing_is_created(self, web):
         raw = '{"models": ["prebuilt/nope"], "tasks": [{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 0}]}'
         r = web.post("/evaluations/new", {"request_json": raw})
