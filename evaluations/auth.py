@@ -41,7 +41,7 @@ class BearerAuthentication(authentication.BaseAuthentication):
         if not request.META.get("HTTP_AUTHORIZATION"):
             return None  # anonymous: permissions decide (401 where a credential is needed)
         if failed_authentication(request._request, count=False):
-            raise exceptions.Throttled(wait=60, detail="too many failed authentications from this address; retry in a minute")
+            raise exceptions.Throttled(wait=60, detail="too many failed authentications from this address.")  # DRF adds "Expected available in 60 seconds."
         try:
             return self._authenticate(request)
         except exceptions.AuthenticationFailed:

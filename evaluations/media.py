@@ -83,9 +83,11 @@ def ranged_file_response(request: HttpRequest, name: str, content_type: str = "v
 def episode_video_response(request: HttpRequest, evaluation, episode_id: int) -> HttpResponse:
     """The video of episode ``episode_id`` of ``evaluation`` (already scoped to the caller's organization) as a
     ranged response; Http404 when the episode has none or its file is gone from storage."""
-    episode = evaluation.episodes.filter(pk=episode_id).exclude(video="").first()
+    episode = evaluation.episodes.filter(pk=episode_id).only("pk", "video").first()
     if episode is None:
-        raise Http404("this episode has no video")
+        raise Http404(f"evaluation {evaluation.public_id} has no episode {episode_id}")
+    if not episode.video:
+        raise Http404(f"episode {episode_id} has no video")
     try:
         return ranged_file_response(request, episode.video.name)
     except FileNotFoundError:

@@ -87,7 +87,7 @@ def sample_size_estimate(episodes: int, p: float = 0.5, confidence: float = 0.95
     warning = None
     if episodes < MIN_EPISODES_WARNING:
         warning = (
-            f"{episodes} episodes is fewer than {MIN_EPISODES_WARNING}: the success rate's "
+            f"{episodes} episode{'s are' if episodes != 1 else ' is'} fewer than {MIN_EPISODES_WARNING}: the success rate's "
             f"{confidence:.0%} interval will be about ±{half * 100:.0f} pp wide."
         )
     return {

@@ -28,6 +28,8 @@ def parse_record(value: str | None) -> str:
         return "none"
     if value in ("all", "failures") or _RECORD.match(value):
         return value
+    if isinstance(value, str) and re.fullmatch(r"first:[0-9]+", value):
+        raise ValueError(f'"{value}": N in "first:N" must be a whole number from 1 to 999999')
     raise ValueError(f'"{value}" is not a recording mode; use "all", "failures", "first:N" or "none"')
 
 
@@ -44,7 +46,9 @@ def _param_problem(name: str, value, env: ResolvedImage, declared: dict, fixed: 
     if name == "physics":
         return 'set physics randomization with "perturbation": "physics:<s>"'
     if name not in declared:
-        return f'unknown parameter "{name}" for {env.reference} (declared: {", ".join(sorted(set(declared) - fixed - {"physics"}))})'
+        settable = ", ".join(sorted(set(declared) - fixed - {"physics"}))
+        return (f'unknown parameter "{name}" for {env.reference} '
+                f'({"declared: " + settable if settable else "it declares no parameter a task may set"})')
     if name in fixed:
         return f'"{name}" is set by the scenario; choose another taskId instead'
     spec = declared[name]

@@ -21,6 +21,8 @@ def test_failed_bearer_authentications_end_in_429_even_for_a_good_key(tenant_a, 
     assert [bad.get("/v1/evaluations").status_code for _ in range(3)] == [401, 401, 429]
     blocked = tenant_a.client().get("/v1/evaluations")
     assert blocked.status_code == 429 and blocked.json()["error"]["code"] == "throttled" and blocked["Retry-After"] == "60"
+    assert blocked.json()["error"]["message"] == ("too many failed authentications from this address. "
+                                                  "Expected available in 60 seconds.")
     other_address = tenant_a.client().get("/v1/evaluations", REMOTE_ADDR="10.0.0.7")
     assert other_address.status_code == 200
 

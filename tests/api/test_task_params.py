@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import cartpole_request
+from tests.conftest import CARTPOLE_TASK, cartpole_request
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +45,25 @@ def test_an_env_declaring_only_its_scenario_parameter_takes_no_params(api):
     body = cartpole_request()
     body["tasks"][0]["params"] = {"other": 1}
     r = api.post("/v1/evaluation-previews", body, format="json")
-    assert r.status_code == 400 and 'unknown parameter "other"' in r.json()["error"]["details"][0]["message"]
+    message = r.json()["error"]["details"][0]["message"]
+    assert r.status_code == 400 and 'unknown parameter "other"' in message
+    assert message.endswith("(it declares no parameter a task may set)"), message  # not "(declared: )"
+
+
+@pytest.mark.parametrize(("record", "message"), [
+    ("first:99999999999999999999", "N in \"first:N\" must be a whole number from 1 to 999999"),
+    ("first:0", "N in \"first:N\" must be a whole number from 1 to 999999"),
+    ("sometimes", "is not a recording mode"),
+])
+def test_a_bad_record_mode_says_what_is_wrong(api, record, message):
+    r = api.post("/v1/evaluation-previews", cartpole_request(tasks=[{**CARTPOLE_TASK, "record": record}]), format="json")
+    (detail,) = r.json()["error"]["details"]
+    assert r.status_code == 400 and detail["path"] == "tasks[0].record" and message in detail["message"]
+
+
+def test_one_episode_is_one_episode_in_the_sample_size_warning(api):
+    r = api.post("/v1/evaluation-previews", cartpole_request(tasks=[{**CARTPOLE_TASK, "episodes": 1}]), format="json")
+    assert any(": 1 episode is fewer than 20:" in w for w in r.json()["warnings"]), r.json()["warnings"]
 
 
 def test_the_metaworld_expert_is_refused_outside_metaworld(api):

@@ -57,6 +57,23 @@ def test_api_lists_video_metadata_and_serves_ranges(api, recorded):
     assert api.get(f"/v1/evaluations/{evaluation.public_id}/episodes/{other.pk}/video").status_code == 404
 
 
+def test_a_missing_video_says_which_is_missing(api, recorded, tenant_b):
+    """No episode, another evaluation's episode and an episode without video are three different 404s (a field
+    case: all three said "this episode has no video")."""
+    evaluation, ep, _ = recorded
+    other = Episode.objects.exclude(pk=ep.pk).get()
+    url = f"/v1/evaluations/{evaluation.public_id}/episodes/{{}}/video"
+    assert api.get(url.format(other.pk)).json()["error"]["message"] == f"episode {other.pk} has no video"
+    missing = api.get(url.format(10**9)).json()["error"]["message"]
+    assert missing == f"evaluation {evaluation.public_id} has no episode {10**9}"
+    theirs = create_evaluation(plan=plan_evaluation(cartpole_request(), organization=tenant_b.org),
+                               raw_body=json.dumps(cartpole_request()), organization=tenant_b.org, creator=tenant_b.user)
+    foreign = Episode.objects.create(evaluation=theirs, workload=theirs.workloads.get(), index=0, seed=0,
+                                     status="completed", video=ep.video.name)
+    r = api.get(url.format(foreign.pk))
+    assert r.status_code == 404 and r.json()["error"]["message"] == f"evaluation {evaluation.public_id} has no episode {foreign.pk}"
+
+
 def test_metrics_report_video_size_and_encode_time(api, recorded):
     evaluation, ep, data = recorded
     videos = api.get(f"/v1/evaluations/{evaluation.public_id}/metrics").json()["videos"]
