@@ -315,13 +315,14 @@ RATELIMIT_OAUTH = os.environ.get("RATELIMIT_OAUTH", "120/m")
 #: Failed authentications (bad API keys or tokens on /v1, bad registry credentials) per address before 429s.
 RATELIMIT_AUTH_FAILURES = os.environ.get("RATELIMIT_AUTH_FAILURES", "30/m")
 RATELIMIT_VIEW = "evaluations.views.identity.rate_limited"
-# Rate-limit counters need a cache shared by every web process: Redis in production (CACHE_REDIS_URL);
-# the embedded default runs one web process, where the local-memory cache is enough.
+# Rate-limit counters need a cache shared by every web process (gunicorn runs several): Redis in production
+# (CACHE_REDIS_URL); otherwise files under RLMESH_VAR_DIR/cache, which every process on this host shares. (A
+# local-memory cache would count per process, so the README's limits would be several times looser.)
 CACHE_REDIS_URL = os.environ.get("CACHE_REDIS_URL", "")
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_REDIS_URL}
     if CACHE_REDIS_URL
-    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "cache")}
 }
 SILENCED_SYSTEM_CHECKS = ([] if CACHE_REDIS_URL else ["django_ratelimit.E003", "django_ratelimit.W001"]) + (
     [] if SECURE_HSTS_PRELOAD else ["security.W021"]

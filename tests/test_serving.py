@@ -226,3 +226,20 @@ def test_no_template_comment_spans_lines():
     for path in Path(__file__).resolve().parents[1].joinpath("templates").rglob("*.html"):
         for line in path.read_text().splitlines():
             assert not re.search(r"\{#(?!.*#\})", line), f"{path}: {line.strip()} (use {{% comment %}})"
+
+
+def test_without_redis_the_rate_limit_counters_are_shared_by_every_web_process(tmp_path):
+    """A field case: 35 bad keys in a row were all 401s because each of gunicorn's processes counted its own
+    failures in local memory. Without CACHE_REDIS_URL the counters are files under RLMESH_VAR_DIR/cache."""
+    from django.core.cache.backends.filebased import FileBasedCache
+
+    caches = settings_in_subprocess({"RLMESH_VAR_DIR": str(tmp_path)}, "CACHES")["CACHES"]
+    assert caches["default"] == {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                                 "LOCATION": str(tmp_path / "cache")}
+    one, other = (FileBasedCache(caches["default"]["LOCATION"], {}) for _ in range(2))  # as two processes open it
+    one.add("failures", 0)
+    for _ in range(3):
+        one.incr("failures")
+    assert other.get("failures") == 3
+    redis = settings_in_subprocess({"RLMESH_VAR_DIR": str(tmp_path), "CACHE_REDIS_URL": "redis://127.0.0.1:1/0"}, "CACHES")
+    assert redis["CACHES"]["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
