@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Meta-World pins its own MuJoCo: it lives in a venv of its own (scripts/setup-metaworld.sh).
 MW_STAMP := .venv-metaworld/.installed
 
-.PHONY: demo dev stop worker test test-fast bench install clean
+.PHONY: demo dev stop worker web test test-fast bench install clean
 
 install: $(STAMP) $(MW_STAMP)
 
@@ -33,6 +33,10 @@ stop:
 # Restart only the demo's worker (after a crash or a code change); the web server keeps running.
 worker: $(STAMP)
 	bash scripts/worker.sh
+
+# Restart only the demo's web server (gunicorn); the worker keeps running.
+web: $(STAMP)
+	bash scripts/web.sh
 
 test: $(STAMP) $(MW_STAMP)
 	bash scripts/setup-system.sh test

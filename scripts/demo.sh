@@ -25,13 +25,11 @@ seed=$($PY manage.py seed_demo)
 api_key=$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["apiKey"])' "$seed")
 url="http://127.0.0.1:${PORT}"
 
-# Workers and threads: rlmesh_site/gunicorn_conf.py (WEB_CONCURRENCY, RLMESH_WEB_THREADS).
-setsid .venv/bin/gunicorn -c python:rlmesh_site.gunicorn_conf rlmesh_site.wsgi >var/web.log 2>&1 < /dev/null &
-echo $! > var/web.pid
-# The worker: scripts/worker.sh (also `make worker`, to restart it alone) with the settings written here.
-printf 'DEBUG=%s\nRLMESH_STATIC_MANIFEST=%s\nRLMESH_AGENT_ALLOW_PRIVATE_TARGETS=%s\nPORT=%s\n' \
-  "$DEBUG" "$RLMESH_STATIC_MANIFEST" "$RLMESH_AGENT_ALLOW_PRIVATE_TARGETS" "$PORT" >var/demo.env
-: >var/worker.log
+# The web server and the worker: scripts/web.sh and scripts/worker.sh (also `make web` and `make worker`, to
+# restart one alone) with the settings written here. Both append to their logs (var/web.log, var/worker.log).
+printf 'DEBUG=%s\nRLMESH_STATIC_MANIFEST=%s\nRLMESH_AGENT_ALLOW_PRIVATE_TARGETS=%s\nPORT=%s\nRLMESH_ACCESS_LOG=%s\n' \
+  "$DEBUG" "$RLMESH_STATIC_MANIFEST" "$RLMESH_AGENT_ALLOW_PRIVATE_TARGETS" "$PORT" "$RLMESH_ACCESS_LOG" >var/demo.env
+bash scripts/web.sh >/dev/null
 bash scripts/worker.sh >/dev/null
 
 for _ in $(seq 1 100); do
