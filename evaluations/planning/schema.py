@@ -91,6 +91,10 @@ class EnvVarsField(StrictDictField):
 class ModelEntrySerializer(serializers.Serializer):
     """One model (policy) to evaluate. A bare string is accepted as ``{"model": "<string>"}``."""
 
+    default_error_messages = {  # noqa: RUF012 - DRF's own attribute
+        "invalid": 'must be a model reference (a string) or an object with "model", not {datatype}',
+    }
+
     model = StrictCharField(
         max_length=300,
         help_text="Model reference: `namespace/repository[/checkpoint][:tag|@sha256:…]`, e.g. "

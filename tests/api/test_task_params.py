@@ -90,3 +90,10 @@ def test_the_metaworld_catalog_lists_benchmarks_names_and_instructions(api):
     pick = scenarios["mt10/pick-place-v3"]
     assert pick["name"].startswith("Pick") and "puck" in pick["instruction"]
     assert pick["successCriterion"]["kind"] == "env_flag"  # declared: Meta-World's own info["success"] decides
+
+
+@pytest.mark.parametrize("field, value, path", [("model", 5, "model"), ("models", [5], "models[0]")])
+def test_a_model_that_is_neither_a_string_nor_an_object_is_named(api, field, value, path):
+    body = {k: v for k, v in cartpole_request().items() if k not in ("model", "models")} | {field: value}
+    (detail,) = api.post("/v1/evaluation-previews", body, format="json").json()["error"]["details"]
+    assert detail == {"path": path, "message": 'must be a model reference (a string) or an object with "model", not int'}
