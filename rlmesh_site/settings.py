@@ -73,8 +73,7 @@ BEHIND_PROXY = env_bool("RLMESH_BEHIND_PROXY", False)
 MIDDLEWARE = [
     *(["rlmesh_site.proxy.ForwardedForMiddleware"] if BEHIND_PROXY else []),
     "django.middleware.security.SecurityMiddleware",
-    # A chunked body (no Content-Length) is a 411, not an empty body.
-    "evaluations.middleware.LengthRequiredMiddleware",
+    "evaluations.middleware.LengthRequiredMiddleware",  # a chunked body (no Content-Length): 411, not empty
     # Static files (collectstatic output) straight from gunicorn, compressed and cached.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -148,7 +147,6 @@ def _private_sqlite_file(name: str) -> None:
             path.chmod(0o600)
     except OSError:
         pass  # another user's file or a read-only checkout: SQLite reports what matters when it opens it
-
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     _private_sqlite_file(str(DATABASES["default"]["NAME"]))
@@ -315,9 +313,8 @@ RATELIMIT_OAUTH = os.environ.get("RATELIMIT_OAUTH", "120/m")
 #: Failed authentications (bad API keys or tokens on /v1, bad registry credentials) per address before 429s.
 RATELIMIT_AUTH_FAILURES = os.environ.get("RATELIMIT_AUTH_FAILURES", "30/m")
 RATELIMIT_VIEW = "evaluations.views.identity.rate_limited"
-# Rate-limit counters need a cache shared by every web process (gunicorn runs several): Redis in production
-# (CACHE_REDIS_URL); otherwise files under RLMESH_VAR_DIR/cache, which every process on this host shares. (A
-# local-memory cache would count per process, so the README's limits would be several times looser.)
+# Rate-limit counters need a cache shared by every web process (gunicorn runs several; local memory would count
+# per process): Redis in production (CACHE_REDIS_URL), else files under RLMESH_VAR_DIR/cache.
 CACHE_REDIS_URL = os.environ.get("CACHE_REDIS_URL", "")
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_REDIS_URL}
