@@ -5,11 +5,12 @@ from django.contrib import admin
 from django_ratelimit.decorators import ratelimit
 
 from evaluations.api import oauth
+from evaluations.api.schema_view import SchemaView
 from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 
 def under(prefix: str) -> str:
@@ -43,7 +44,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
-    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("v1/schema", SchemaView.as_view(), name="schema"),
     # The split view serves Swagger UI's init code as a script file (/v1/docs?script), not an inline <script>,
     # so the Content-Security-Policy needs no exception for the docs page.
     path("v1/docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),

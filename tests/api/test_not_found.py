@@ -49,3 +49,14 @@ def test_it_leaves_other_paths_to_the_dashboard(client):
     for path in ("/v1x", "/v1.json", "/oauthx", "/nope%0A"):
         r = client.get(path)
         assert r.status_code in (302, 404) and not r["Content-Type"].startswith("application/json"), path
+
+
+@pytest.mark.parametrize("fmt", ["xml", "%00", "yamlx"])
+def test_an_unknown_schema_format_is_a_json_400_naming_the_formats(client, fmt):
+    """A field case: ``/v1/schema?format=xml`` was a 404 with the error envelope rendered as YAML."""
+    r = client.get(f"/v1/schema?format={fmt}")
+    assert r.status_code == 400 and r["Content-Type"].startswith("application/json"), r.content[:200]
+    (detail,) = r.json()["error"]["details"]
+    assert detail["path"] == "format" and "json" in detail["message"] and "yaml" in detail["message"]
+    assert client.get("/v1/schema?format=json").json()["openapi"].startswith("3.")
+    assert client.get("/v1/schema").content.startswith(b"openapi:")
