@@ -1,4 +1,5 @@
-"""``/v1/schema``: drf-spectacular's view, with an unknown ``?format=`` answered as a JSON 400 naming the formats."""
+"""``/v1/schema``: drf-spectacular's view, with an unknown ``?format=`` answered as a JSON 400 naming the formats,
+and ``?version=`` ignored (the API has one version; drf-spectacular echoed any value into ``info.version``)."""
 
 from __future__ import annotations
 
@@ -20,3 +21,6 @@ class SchemaView(SpectacularAPIView):
             request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
             formats = sorted({r.format for r in self.get_renderers()})
             raise ValidationError({"format": [f"must be one of: {', '.join(formats)}"]}) from None
+
+    def _get_version_parameter(self, request):
+        return None

@@ -60,3 +60,8 @@ def test_an_unknown_schema_format_is_a_json_400_naming_the_formats(client, fmt):
     assert detail["path"] == "format" and "json" in detail["message"] and "yaml" in detail["message"]
     assert client.get("/v1/schema?format=json").json()["openapi"].startswith("3.")
     assert client.get("/v1/schema").content.startswith(b"openapi:")
+
+
+def test_a_version_parameter_is_not_echoed_into_the_schema(client):
+    plain = client.get("/v1/schema?format=json").json()["info"]["version"]
+    assert client.get("/v1/schema?format=json&version=zz%3Cb%3E").json()["info"]["version"] == plain
