@@ -37,15 +37,28 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
+        quoted = repeated if len(repeated) <= 100 else repeated[:100] + "…"
+        raise ValueError(f'the key "{quoted}" appears twice in one object (which of its values counts would be '
+                         "up to the reader)")
+    return obj
+
+
 def loads_strict(text: str):
-    """``json.loads`` that refuses NaN/Infinity (ValueError) besides the usual JSONDecodeError/RecursionError."""
-    return json.loads(text, parse_constant=_reject_constant)
+    """``json.loads`` that refuses NaN/Infinity and a key repeated within one object (ValueError naming it), besides
+    the usual JSONDecodeError/RecursionError. The raw body is stored and shown as submitted, so it must mean one
+    thing to every reader (RFC 8259 §4: names SHOULD be unique)."""
+    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
 
 
 def parse_request_body(body: bytes) -> dict:
     """Decode a request body as a JSON object.
 
-    Raises RequestInvalid for bad UTF-8 or JSON, NaN/Infinity, integers too long to convert, nesting
+    Raises RequestInvalid for bad UTF-8 or JSON, NaN/Infinity, a key repeated in one object, integers too long to convert, nesting
     deeper than ``MAX_JSON_DEPTH``, strings with lone surrogates (they cannot be stored or echoed as
     UTF-8), or a top level that is not an object.
     """

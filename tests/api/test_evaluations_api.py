@@ -146,6 +146,9 @@ BAD_REQUESTS = [
     ('{"tasks": [], "metadata": ' + '[' * 2000 + ']' * 2000 + '}', "$", "deeper than 32"),
     ('{"tasks": [], "metadata": {"n": ' + '9' * 5000 + '}}', "$", "not acceptable JSON"),
     ('{"tasks": [], "metadata": {"n": NaN}}', "$", "not acceptable JSON"),
+    # A repeated key: the stored raw request would mean different things to different readers (a field case).
+    ('{"name": "a", "tasks": [], "name": "b"}', "$", 'the key "name" appears twice in one object'),
+    ('{"tasks": [{"env": "x", "episodes": 1, "episodes": 500}]}', "$", 'the key "episodes" appears twice'),
     (cartpole_request(tags=["x"]), "tags", "Expected an object"),
     (cartpole_request(metadata="label"), "metadata", "Expected an object"),
     (cartpole_request(timeoutSeconds="soon"), "timeoutSeconds", "valid number"),
