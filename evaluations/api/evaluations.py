@@ -12,7 +12,7 @@ from ..choices import cancel_refusal, may_cancel
 from ..domain.scoring import GROUP_FIELDS
 from ..filtersets import EvaluationFilterSet
 from ..models import ApiKey, Evaluation
-from ..planning import plan_evaluation
+from ..planning import live_warnings, plan_evaluation
 from ..planning.schema import EvaluationRequestSerializer
 from ..regressions import attach_regressions
 from ..reports import evaluation_metrics, evaluation_scores
@@ -50,7 +50,7 @@ class EvaluationPreviewView(OrgScopedView):
         return Response(
             {
                 "valid": True,
-                "warnings": plan.warnings + plan.sample_size_warnings(),
+                "warnings": plan.warnings + plan.sample_size_warnings() + live_warnings(),
                 "workloads": plan.workload_summaries(),
                 "estimates": plan.estimates(),
                 "config": plan.config,
@@ -97,7 +97,9 @@ class EvaluationListView(OrgScopedView):
             plan=plan, raw_body=raw, organization=self.organization, creator=request.user,
             api_key=request.auth if isinstance(request.auth, ApiKey) else None,
         )
-        return Response(EvaluationSerializer(evaluation).data, status=status.HTTP_201_CREATED)
+        body = EvaluationSerializer(evaluation).data
+        body["warnings"] = [*body["warnings"], *live_warnings()]  # said now, not stored
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class EvaluationDetailView(OrgScopedView):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..models import Organization
 from .compatibility import compatibility_errors, compatibility_warnings
 from .parse import MAX_JSON_DEPTH, RequestInvalid, check_json_values, parse_request_body
-from .plan import Plan, PlannedModel, PlannedTask, PlannedWorkload, no_worker_warning, shard_ranges
+from .plan import Plan, PlannedModel, PlannedTask, PlannedWorkload, live_warnings, no_worker_warning, shard_ranges
 from .references import reference_errors, resolve_models
 from .schema import EvaluationRequestSerializer, flatten_errors, unknown_field_warnings
 from .tasks import check_tasks
@@ -24,6 +24,8 @@ __all__ = [
     "PlannedWorkload",
     "RequestInvalid",
     "check_json_values",
+    "live_warnings",
+    "no_worker_warning",
     "parse_request_body",
     "plan_evaluation",
     "shard_ranges",
@@ -66,8 +68,6 @@ def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
     warnings += compatibility_warnings(data, models, tasks)
     if errors:
         raise RequestInvalid(errors)
-    if idle := no_worker_warning():
-        warnings.append(idle)
     return Plan(
         data=data, name=req.get("name", ""), tags=req.get("tags", {}), metadata=req.get("metadata", {}),
         timeout_seconds=req.get("timeoutSeconds"), models=models, tasks=tasks, warnings=warnings,

@@ -42,6 +42,13 @@ def live_workers() -> int:
     return WorkerProcess.objects.filter(last_seen__gte=since).count()
 
 
+def live_warnings() -> list[str]:
+    """Warnings about the platform now, not about the request: shown where a request is previewed or answered,
+    never stored with the evaluation (a field case: "no worker has been seen" stayed on evaluations that completed)."""
+    idle = no_worker_warning()
+    return [idle] if idle else []
+
+
 def no_worker_warning() -> str | None:
     """A warning when no worker is alive to run what is submitted (None when one is, or tasks run eagerly)."""
     if settings.CELERY_TASK_ALWAYS_EAGER or live_workers():

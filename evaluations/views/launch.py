@@ -14,7 +14,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from ..choices import WRITE_ROLES
 from ..domain import perturbations
 from ..forms import LaunchForm
-from ..planning import RequestInvalid, parse_request_body, plan_evaluation
+from ..planning import RequestInvalid, live_warnings, parse_request_body, plan_evaluation
 from ..runs.lifecycle import create_evaluation
 from ..tenancy import active_membership, active_organization, org_evaluation
 
@@ -31,7 +31,8 @@ def _preview(raw: str, org) -> dict:
         plan = plan_evaluation(parse_request_body(raw.encode("utf-8")), organization=org)
     except RequestInvalid as exc:
         return {"errors": exc.errors, "message": str(exc)}
-    return {"workloads": plan.workload_summaries(), "estimates": plan.estimates(), "warnings": plan.warnings}
+    return {"workloads": plan.workload_summaries(), "estimates": plan.estimates(),
+            "warnings": plan.warnings + live_warnings()}
 
 
 def _page(request: HttpRequest, form: LaunchForm, *, status: int = 200, **context) -> HttpResponse:

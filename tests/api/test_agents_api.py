@@ -155,10 +155,16 @@ def test_unknown_fields_are_ignored_with_a_warning(api):
     assert 'unknown field "endpoint.temperature" was ignored' in data["warnings"]
 
 
-def test_many_unknown_fields_make_a_bounded_warning_list(api):
+def test_many_unknown_fields_make_a_bounded_warning_list(api, live_worker):
     data = submit(api, **{f"k{i}": 1 for i in range(50)}, **{f"endpoint__e{i}": 1 for i in range(5)})
     assert data["warnings"][:10] == [f'unknown field "k{i}" was ignored' for i in range(10)]
     assert data["warnings"][10:] == ["45 more unknown fields were ignored"]
+
+
+def test_a_run_says_when_no_worker_is_alive_without_storing_it(api):
+    data = submit(api)
+    assert any(w.startswith("no worker has been seen") for w in data["warnings"])
+    assert not any(w.startswith("no worker") for w in Evaluation.objects.get(run_id=data["run_id"]).warnings)
 
 
 def test_a_full_env_reference_is_accepted(api):

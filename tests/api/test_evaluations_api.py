@@ -385,6 +385,14 @@ def test_a_plan_warns_while_no_worker_is_alive(api, settings):
     assert any(w.startswith("no worker has been seen") for w in warnings())  # silent too long: dead
 
 
+def test_the_no_worker_warning_is_said_on_submit_but_not_stored(api):
+    """A field case: "no worker has been seen" was stored with the evaluation and still shown after it completed."""
+    r = post_json(api, "/v1/evaluations", cartpole_request())
+    assert any(w.startswith("no worker has been seen") for w in r.json()["warnings"])
+    assert not any(w.startswith("no worker") for w in Evaluation.objects.get(public_id=r.json()["id"]).warnings)
+    assert not any(w.startswith("no worker") for w in api.get(f"/v1/evaluations/{r.json()['id']}").json()["warnings"])
+
+
 # ---------------------------------------------------------- cancellation
 class TestCancel:
     def test_cancelling_a_queued_evaluation_cancels_it_at_once(self, api):

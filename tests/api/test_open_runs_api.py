@@ -98,13 +98,13 @@ def test_keys_are_stored_encrypted_and_never_echoed(api):
         assert SECRET not in text and JUDGE_SECRET not in text
 
 
-def test_unknown_fields_are_warnings(api):
+def test_unknown_fields_are_warnings(api, live_worker):
     r = open_run(api, colour="blue", judge={"url": "https://judge.example.com", "temperature": 0})
     assert r.status_code == 201
     assert r.json()["warnings"] == ['unknown field "colour" was ignored', 'unknown field "judge.temperature" was ignored']
 
 
-def test_many_unknown_fields_make_a_bounded_warning_list(api):
+def test_many_unknown_fields_make_a_bounded_warning_list(api, live_worker):
     r = open_run(api, **{f"k{i}": 1 for i in range(11)})
     assert r.status_code == 201
     assert r.json()["warnings"] == [f'unknown field "k{i}" was ignored' for i in range(10)] + [

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from ...agent_reports import STATUS_WORDS, find_rollout, status_document
 from ...choices import cancel_refusal, may_cancel
 from ...models import ApiKey
-from ...planning import parse_request_body
+from ...planning import live_warnings, parse_request_body
 from ...planning.agent_runs import plan_agent_run
 from ...planning.agent_schema import AgentRunRequestSerializer
 from ...planning.open_runs import OpenRunRequestSerializer, plan_open_run
@@ -43,7 +43,7 @@ def _created(request, organization, plan) -> Response:
                                    api_key=request.auth if isinstance(request.auth, ApiKey) else None)
     body = {"run_id": evaluation.run_id, "status": STATUS_WORDS[evaluation.status],
             "status_url": status_url(evaluation.run_id), "message": MESSAGE,
-            "evaluation_id": evaluation.public_id, "warnings": plan.warnings,
+            "evaluation_id": evaluation.public_id, "warnings": plan.warnings + live_warnings(),
             "dashboard_url": f"{settings.PUBLIC_URL}{evaluation.get_absolute_url()}"}
     return Response(RunCreatedSerializer(body).data, status=status.HTTP_201_CREATED,
                     headers={"Location": f"{settings.PUBLIC_URL}/agents{status_url(evaluation.run_id)}"})
