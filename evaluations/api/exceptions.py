@@ -11,13 +11,15 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from ..planning.schema import flatten_errors
 from ..planning import RequestInvalid
+from ..planning.parse import MAX_ERROR_TEXT, bounded_errors
 
 logger = logging.getLogger(__name__)
 
 
 def error_response(status_code: int, code: str, message: str, details=None, headers=None) -> Response:
-    """Build the envelope; the single place error bodies are shaped."""
-    body = {"error": {"code": code, "message": message, "details": details if details is not None else []}}
+    """Build the envelope; the single place error bodies are shaped. Details are bounded (``bounded_errors``)."""
+    body = {"error": {"code": code, "message": message[:4 * MAX_ERROR_TEXT],
+                      "details": bounded_errors(details) if details is not None else []}}
     return Response(body, status=status_code, headers=headers)
 
 

@@ -13,10 +13,33 @@ __all__ = ["MAX_JSON_DEPTH", "RequestInvalid", "check_json_values", "model_path"
 MAX_JSON_DEPTH = 32
 
 
+#: Problems listed one by one in an error (the rest are counted), and characters of a path or message quoted: an
+#: error never grows with what the request carries (a field case: 2,000 unknown 500-character verifier keys were
+#: echoed back as a 1.1 MB 400).
+MAX_LISTED_ERRORS = 50
+MAX_ERROR_TEXT = 300
+
+
+def bounded_errors(errors: list[dict]) -> list[dict]:
+    """``errors`` (``[{"path", "message", …}]``) with at most MAX_LISTED_ERRORS entries and the rest counted in one
+    more at ``$`` (at most one entry more in all), each path and message cut to MAX_ERROR_TEXT characters."""
+    def clip(value):
+        return value[:MAX_ERROR_TEXT] + "…" if isinstance(value, str) and len(value) > MAX_ERROR_TEXT else value
+
+    shown = errors if len(errors) <= MAX_LISTED_ERRORS + 1 else errors[:MAX_LISTED_ERRORS]  # so bounding twice is once
+    listed = [{k: clip(v) if k in ("path", "message") else v for k, v in e.items()} for e in shown]
+    if len(shown) < len(errors):
+        more = len(errors) - MAX_LISTED_ERRORS
+        listed.append({"path": "$", "message": f"{more:,} more problem{'s' if more != 1 else ''} not listed"})
+    return listed
+
+
 class RequestInvalid(Exception):
-    """A request that cannot be run. ``errors`` is ``[{"path", "message"}]``; ``status`` the HTTP status."""
+    """A request that cannot be run. ``errors`` is ``[{"path", "message"}]`` (bounded: :func:`bounded_errors`);
+    ``status`` the HTTP status."""
 
     def __init__(self, errors: list[dict], *, code: str = "invalid_request", status: int = 400):
+        errors = bounded_errors(errors)
         self.errors = errors
         self.code = code
         self.status = status

@@ -385,6 +385,14 @@ def test_a_plan_warns_while_no_worker_is_alive(api, settings):
     assert any(w.startswith("no worker has been seen") for w in warnings())  # silent too long: dead
 
 
+def test_a_400_lists_at_most_fifty_problems(api):
+    body = cartpole_request(tasks=[{**CARTPOLE_TASK, "episodes": 0, "x" * 1000: 1} for _ in range(120)])
+    r = post_json(api, "/v1/evaluation-previews", body)
+    details = error_of(r)["details"]
+    assert r.status_code == 400 and len(details) == 51 and details[-1]["message"] == "70 more problems not listed"
+    assert details[0]["path"] == "tasks[0].episodes"
+
+
 def test_the_no_worker_warning_is_said_on_submit_but_not_stored(api):
     """A field case: "no worker has been seen" was stored with the evaluation and still shown after it completed."""
     r = post_json(api, "/v1/evaluations", cartpole_request())

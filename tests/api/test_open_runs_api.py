@@ -150,3 +150,14 @@ def test_a_catalog_run_on_the_shop_plans_its_tasks(api):
     workloads = list(Evaluation.objects.get(run_id=r.json()["run_id"]).workloads.order_by("index"))
     assert [w.env_kwargs["task"] for w in workloads] == ["shop.checkout.t001", "shop.cart.t002"]
     assert workloads[1].seed == 4 and workloads[0].max_steps == 16
+
+
+def test_an_error_does_not_grow_with_the_request(api):
+    """A field case: one verifier with 2,000 unknown 500-character keys came back as a 1.1 MB 400 (every key
+    quoted whole). At most 50 problems are listed, the rest counted, each path and message cut at 300."""
+    verifier = {"check": "cart_count", "op": "==", "value": 1, **{f"{i:04d}" + "k" * 496: 1 for i in range(2000)}}
+    r = open_run(api, verifiers=[verifier])
+    assert r.status_code == 400 and len(r.content) < 60_000, len(r.content)
+    details = r.json()["error"]["details"]
+    assert len(details) == 51 and details[-1] == {"path": "$", "message": "1,950 more problems not listed"}
+    assert all(len(d["path"]) <= 301 and len(d["message"]) <= 301 for d in details)
