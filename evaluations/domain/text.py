@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["display_text_problem", "nul_free", "storable_text_problem"]
+__all__ = ["display_text_problem", "nul_free", "quoted", "storable_text_problem"]
 
 #: C0 controls except tab (U+0009) and newline (U+000A), DEL, and the bidi embedding/override/isolate controls.
 _DISPLAY_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
@@ -32,6 +32,17 @@ def display_text_problem(text: str) -> str | None:
         return None
     return (f"contains the control character U+{ord(match.group()):04X}; names, tags and labels may hold printable "
             "text, tabs and newlines only")
+
+
+_QUOTE_ESCAPES = re.compile("[\x00-\x1f\x7f\u202a-\u202e\u2066-\u2069\"\\\\]")
+
+
+def quoted(text: str, limit: int = 100) -> str:
+    """``text`` in double quotes for a message other members read: at most ``limit`` characters (then "…"), with
+    quotes, backslashes, every control character (newlines included) and bidi controls written as escapes
+    (``\\"``, ``\\\\``, ``\\u000a``, ``\\u202e``), so a key cannot end the quote early, break the line or reorder it."""
+    cut = text if len(text) <= limit else text[:limit] + "…"
+    return '"' + _QUOTE_ESCAPES.sub(lambda m: "\\" + m.group() if m.group() in '"\\' else f"\\u{ord(m.group()):04x}", cut) + '"'
 
 
 def nul_free(value):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from rest_framework import serializers
 
 from ..domain.outcomes import CRITERION_KINDS, criterion_problems
-from ..domain.text import display_text_problem
+from ..domain.text import display_text_problem, quoted
 
 __all__ = [
     "EvaluationRequestSerializer",
@@ -244,11 +244,9 @@ MAX_QUOTED_PATH = 100
 
 def unknown_fields_ignored(paths: list[str]) -> list[str]:
     """Warnings that the fields at ``paths`` (JSON paths such as ``tasks[0].foo``) were ignored: one per path for
-    the first MAX_NAMED_UNKNOWN_FIELDS (each quoted up to MAX_QUOTED_PATH characters), then one counting the rest."""
-    def quoted(path: str) -> str:
-        return path if len(path) <= MAX_QUOTED_PATH else path[:MAX_QUOTED_PATH] + "…"
-
-    warnings = [f'unknown field "{quoted(p)}" was ignored' for p in paths[:MAX_NAMED_UNKNOWN_FIELDS]]
+    the first MAX_NAMED_UNKNOWN_FIELDS (each quoted up to MAX_QUOTED_PATH characters, controls and quotes escaped:
+    ``domain.text.quoted``), then one counting the rest."""
+    warnings = [f"unknown field {quoted(p, MAX_QUOTED_PATH)} was ignored" for p in paths[:MAX_NAMED_UNKNOWN_FIELDS]]
     rest = len(paths) - MAX_NAMED_UNKNOWN_FIELDS
     if rest > 0:
         warnings.append(f"{rest:,} more unknown field{'s were' if rest != 1 else ' was'} ignored")

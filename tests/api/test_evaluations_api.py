@@ -224,6 +224,15 @@ class TestValidation:
         (long_one,) = post_json(api, "/v1/evaluation-previews", body).json()["warnings"][:1]
         assert long_one == f'unknown field "{"y" * 100}…" was ignored'
 
+    def test_an_unknown_field_is_quoted_so_it_reads_as_one_name(self, api):
+        """A field case: a key with a quote, a newline or a right-to-left override was stored raw in a warning
+        other members read (in the CLI too)."""
+        body = cartpole_request(**{'a"b': 1, "x\ny": 1, "ab\u202ecd": 1})
+        warnings = post_json(api, "/v1/evaluation-previews", body).json()["warnings"]
+        assert 'unknown field "a\\"b" was ignored' in warnings
+        assert 'unknown field "x\\u000ay" was ignored' in warnings
+        assert 'unknown field "ab\\u202ecd" was ignored' in warnings
+
 
 # --------------------------------------------------------------- preview
 def test_preview_sizes_the_request_and_writes_nothing(api):
