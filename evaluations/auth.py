@@ -65,7 +65,9 @@ class BearerAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("API key revoked" if key.revoked_at else "API key expired")
         role = key.effective_role()
         if role is None:
-            raise exceptions.AuthenticationFailed("API key's creator is no longer a member of the organization")
+            raise exceptions.AuthenticationFailed(
+                "API key's creator is deactivated" if key.user is not None and not key.user.is_active
+                else "API key's creator is no longer a member of the organization")
         now = timezone.now()
         if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
             # Written at most once a minute per key, to keep reads cheap.

@@ -5,8 +5,10 @@ from __future__ import annotations
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 
-#: Paths that answer in the JSON error envelope.
-JSON_PREFIXES = ("/v1/", "/agents/", "/oauth/")
+#: Paths that answer in the JSON error envelope (each with everything below it).
+JSON_ROOTS = ("/v1", "/agents", "/oauth")
+#: Methods whose requests carry a body.
+BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 
 class LengthRequiredMiddleware:
@@ -22,8 +24,9 @@ class LengthRequiredMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.META.get("HTTP_TRANSFER_ENCODING") and not request.META.get("CONTENT_LENGTH"):
-            if request.path.startswith(JSON_PREFIXES):
+        if (request.method in BODY_METHODS and request.META.get("HTTP_TRANSFER_ENCODING")
+                and not request.META.get("CONTENT_LENGTH")):
+            if any(request.path == root or request.path.startswith(root + "/") for root in JSON_ROOTS):
                 body = {"error": {"code": "length_required", "message": self.MESSAGE,
                                   "details": [{"path": "$", "message": self.MESSAGE}]}}
                 return JsonResponse(body, status=411)

@@ -58,3 +58,19 @@ def test_an_operator_key_and_unknown_keys(tenant_a, tenant_b):
     # The creator's membership in another organization does not count for this organization's key.
     Membership.objects.create(user=tenant_a.user, organization=tenant_b.org, role=Role.VIEWER)
     assert ApiKey.objects.for_key(tenant_a.key).effective_role() == Role.MEMBER
+
+
+def test_the_401_says_why_the_creator_no_longer_counts(tenant_a):
+    from rest_framework.test import APIClient
+
+    creator = make_user("carol", tenant_a.org, Role.ADMIN)
+    plaintext, _ = make_api_key(tenant_a.org, creator, Role.MEMBER)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
+    get_user_model().objects.filter(pk=creator.pk).update(is_active=False)
+    r = client.get("/v1/me")
+    assert r.status_code == 401 and r.json()["error"]["message"] == "API key's creator is deactivated"
+    get_user_model().objects.filter(pk=creator.pk).update(is_active=True)
+    Membership.objects.filter(user=creator).delete()
+    r = client.get("/v1/me")
+    assert r.status_code == 401 and "no longer a member" in r.json()["error"]["message"]

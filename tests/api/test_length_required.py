@@ -33,3 +33,12 @@ def test_a_chunked_body_is_a_411():
 def test_a_body_with_its_length_passes():
     assert middleware(request("/v1/evaluations")).status_code == 200
     assert middleware(request("/v1/evaluations", HTTP_TRANSFER_ENCODING="identity")).status_code == 200
+
+
+def test_the_bare_api_roots_answer_json_and_bodyless_methods_pass():
+    r = request("/v1", HTTP_TRANSFER_ENCODING="chunked")
+    del r.META["CONTENT_LENGTH"]
+    assert middleware(r).status_code == 411 and json.loads(middleware(r).content)["error"]["code"] == "length_required"
+    get = RequestFactory().get("/v1/evaluations", HTTP_TRANSFER_ENCODING="chunked")
+    get.META.pop("CONTENT_LENGTH", None)
+    assert middleware(get).status_code == 200  # nothing to read: a GET is not refused for its framing
