@@ -6,9 +6,9 @@ STAMP := $(VENV)/.installed
 # Meta-World pins its own MuJoCo: it lives in a venv of its own (scripts/setup-metaworld.sh).
 MW_STAMP := .venv-metaworld/.installed
 
-.PHONY: demo dev stop worker web test test-fast bench install clean
+.PHONY: demo dev stop worker web test test-fast bench install clean docs
 
-install: $(STAMP) $(MW_STAMP)
+install: $(STAMP) $(MW_STAMP) docs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -19,12 +19,12 @@ $(STAMP): pyproject.toml
 $(MW_STAMP): scripts/setup-metaworld.sh
 	bash scripts/setup-metaworld.sh
 
-demo: $(STAMP) $(MW_STAMP)
+demo: $(STAMP) $(MW_STAMP) docs
 	bash scripts/setup-system.sh demo
 	PORT=$(PORT) bash scripts/demo.sh
 
 # runserver with DEBUG on and autoreload (foreground) plus one worker; make demo serves with gunicorn instead.
-dev: $(STAMP)
+dev: $(STAMP) docs
 	PORT=$(PORT) bash scripts/dev.sh
 
 stop:
@@ -38,15 +38,20 @@ worker: $(STAMP)
 web: $(STAMP)
 	bash scripts/web.sh
 
-test: $(STAMP) $(MW_STAMP)
+test: $(STAMP) $(MW_STAMP) docs
 	bash scripts/setup-system.sh test
 	$(PY) -m pytest
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) docs
 	$(PY) -m pytest -m "not live"
 
 bench: $(STAMP)
 	$(PY) bench/bench_platform.py
 
+# The manual (docs/ → site/, served under /docs). Strict: a broken link, a missing page or a page left out of the
+# navigation fails the build, and so make demo and make test.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 clean: stop
-	rm -rf var
+	rm -rf var site

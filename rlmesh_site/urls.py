@@ -6,8 +6,10 @@ from django_ratelimit.decorators import ratelimit
 
 from evaluations.api import oauth
 from evaluations.api.schema_view import SchemaView
+from evaluations.views.docs import manual
 from django.contrib.auth import views as auth_views
 from django.http import JsonResponse
+from django.shortcuts import redirect
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularSwaggerSplitView
@@ -49,6 +51,9 @@ urlpatterns = [
     # so the Content-Security-Policy needs no exception for the docs page.
     path("v1/docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
     path("v1/", include("evaluations.api.urls")),
+    # The manual (docs/, built into site/ by `make docs`), public like /v1/docs.
+    path("docs", lambda request: redirect("/docs/", permanent=True)),
+    re_path(r"^docs/(?P<path>.*)$", manual, name="manual"),
     re_path(under("v1"), api_not_found),
     # The seed-004 API for agent evaluations (evaluations/api/agents), with the same JSON 404 for unknown paths.
     path("agents/", include("evaluations.api.agents.urls")),

@@ -1,4 +1,4 @@
-"""deploy/ and the README's settings table: every variable the code reads is documented, and the systemd units
+"""deploy/ and the manual's settings page (docs/running/settings.md): every variable the code reads is documented, and the systemd units
 have what the production layout relies on. (tests/test_caddy.py runs deploy/Caddyfile for real.)"""
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ def script_settings() -> set[str]:
 
 
 def readme_table() -> str:
-    readme = (ROOT / "README.md").read_text()
-    return readme[readme.index("## Settings (environment variables)"):readme.index("## Tests and benchmarks")]
+    """The manual's settings page (docs/running/settings.md): the table of every variable."""
+    return (ROOT / "docs" / "running" / "settings.md").read_text()
 
 
 def test_the_scan_finds_the_settings_it_should():
@@ -45,10 +45,10 @@ def test_the_scan_finds_the_settings_it_should():
     assert {"RLMESH_SANDBOX_SUBNET", "MW_VENV", "RLMESH_ENV_FILE"} <= script_settings()
 
 
-def test_every_setting_the_code_reads_is_in_the_readme_table():
+def test_every_setting_the_code_reads_is_in_the_settings_page():
     table = readme_table()
     missing = sorted(n for n in python_settings() | script_settings() if f"`{n}`" not in table and f"`{n}=" not in table)
-    assert not missing, f"add to README's settings table: {missing}"
+    assert not missing, f"add to the settings table in docs/running/settings.md: {missing}"
 
 
 def test_the_env_file_example_lists_every_setting_of_the_processes():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -16,10 +17,34 @@ from ..planning.parse import MAX_ERROR_TEXT, bounded_errors
 logger = logging.getLogger(__name__)
 
 
+#: The manual's page that explains each error code, where one fits (``docs`` in the envelope; served under /docs).
+DOCS_PAGES = {
+    "invalid_request": "using/request/",
+    "parse_error": "using/request/",
+    "length_required": "using/request/",
+    "payload_too_large": "using/request/",
+    "invalid_reference": "using/images/",
+    "unauthenticated": "using/cli-login/",
+    "forbidden": "using/cli-login/",
+    "invalid_bundle": "using/imports/",
+    "storage_quota_exceeded": "running/settings/",
+    "throttled": "running/settings/",
+}
+
+
+def docs_url(code: str) -> str | None:
+    """Absolute URL of the manual page for an error ``code`` (PUBLIC_URL + /docs/…), or None when no page fits."""
+    page = DOCS_PAGES.get(code)
+    return f"{settings.PUBLIC_URL.rstrip('/')}/docs/{page}" if page else None
+
+
 def error_response(status_code: int, code: str, message: str, details=None, headers=None) -> Response:
-    """Build the envelope; the single place error bodies are shaped. Details are bounded (``bounded_errors``)."""
+    """Build the envelope; the single place error bodies are shaped. Details are bounded (``bounded_errors``);
+    ``docs`` links the manual's page for the code where one fits."""
     body = {"error": {"code": code, "message": message[:4 * MAX_ERROR_TEXT],
                       "details": bounded_errors(details) if details is not None else []}}
+    if link := docs_url(code):
+        body["error"]["docs"] = link
     return Response(body, status=status_code, headers=headers)
 
 

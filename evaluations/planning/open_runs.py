@@ -76,7 +76,7 @@ class OpenRunRequestSerializer(serializers.Serializer):
         "Extension: the agent's label in results (default: `endpoint.model`, else `agent`)."))
     verifiers = serializers.ListField(child=serializers.JSONField(), required=False, allow_null=True, default=None,
                                       help_text=("Extension: checks on the final state in the env's vocabulary "
-                                                 "(shop: `shop.state.v1`, see the README); all must pass."))
+                                                 "(shop: `shop.state.v1`, see /docs/using/shop/); all must pass."))
     judge = JudgeSerializer(required=False, allow_null=True, default=None, help_text=(
         "Extension: judges rollouts when no verifiers are sent; without both, rollouts are `unverified`."))
     seed = StrictIntegerField(required=False, default=0, min_value=0, max_value=2**31 - 1,

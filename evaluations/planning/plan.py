@@ -54,7 +54,7 @@ def no_worker_warning() -> str | None:
     if settings.CELERY_TASK_ALWAYS_EAGER or live_workers():
         return None
     return (f"no worker has been seen in the last {settings.RLMESH_WORKER_LIVENESS_TIMEOUT:g} s: the evaluation "
-            "waits in the queue until one starts (make demo starts one; the README says how to run more)")
+            "waits in the queue until one starts (make demo starts one; the manual, /docs/running/production/, says how to run more)")
 
 
 def _pool_size() -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-#: Screenshots of every page the browser tests visit land here (named in the README).
+#: Screenshots of every page the browser tests visit land here (named in docs/working/tests.md).
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"
 
 

@@ -1,5 +1,5 @@
 """A CI gate end to end with the unmodified official CLI: a nightly baseline, a candidate that is worse, `rlmesh eval
-get` still printing the evaluation (it ignores the `regression` extension), and the README's curl | jq one-liner
+get` still printing the evaluation (it ignores the `regression` extension), and the manual's curl | jq one-liner (docs/using/comparisons.md)
 failing the build on the regression."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.live
 
-#: The README's gate, verbatim but for the id.
+#: The manual's gate (docs/using/comparisons.md), verbatim but for the id.
 GATE = ('curl -fsS -H "Authorization: Bearer $RLMESH_API_KEY" "$RLMESH_PLATFORM_URL/v1/evaluations/$ID" '
         "| jq -e '.regression | .comparable and (.regressed | not)'")
 

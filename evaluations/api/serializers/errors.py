@@ -14,6 +14,8 @@ class ErrorBodySerializer(serializers.Serializer):
                                            "unsupported_media_type, range_not_satisfiable, throttled, storage_quota_exceeded, internal_error")
     message = serializers.CharField(help_text="what the official clients print")
     details = serializers.ListField(child=serializers.DictField(), help_text="[{path, message}] for request errors")
+    docs = serializers.URLField(required=False, help_text="the manual's page (under /docs) that explains this error, "
+                                                         "where one fits")
 
 
 class ErrorSerializer(serializers.Serializer):
