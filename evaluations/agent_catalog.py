@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .agent_reports import agent_env_versions
+from .reports.agents import agent_env_versions
 from .models import ImageRepository
 
 __all__ = ["task_catalog"]

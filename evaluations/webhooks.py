@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from .agent_reports import status_document
+from .reports.agents import status_document
 from .agents.validation import validate_endpoint_url
 from .models import Evaluation, Organization, WebhookDelivery
 from .runs import dispatch

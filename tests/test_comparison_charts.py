@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluations import charts
+from evaluations.reports import charts
 
 
 def test_the_forest_plot_escapes_labels_keeps_zero_in_view_and_marks_the_overall_row():

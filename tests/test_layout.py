@@ -193,3 +193,21 @@ if __name__ == "__main__":
     print("import cycles:", *import_cycles(), sep="\n  ")
     print("message senders:", *message_senders(), sep="\n  ")
     print("unresolved imports:", *unresolved_imports(), sep="\n  ")
+
+
+#: The read side's one home (DESIGN §11): scores, agent rollups, comparisons, regressions and charts.
+READ_SIDE = "evaluations.reports"
+READ_MODULES = {"scores", "agents", "comparisons", "regressions", "charts"}
+
+
+def test_the_read_side_has_one_home():
+    graph = import_graph()
+    package = {name.rpartition(".")[2] for name in graph if name.startswith(READ_SIDE + ".")}
+    assert READ_MODULES <= package
+    loose = {"reports", "agent_reports", "comparisons", "regressions", "charts"} & {
+        name.rpartition(".")[2] for name in graph if name.count(".") == 1 and name.startswith("evaluations.")}
+    assert not loose - {"reports"}, f"read-side modules at the app root: {sorted(loose)}"
+    # api/ and views/ both read through the package (neither keeps a copy of its own).
+    for side in ("evaluations.api", "evaluations.views"):
+        users = {name for name, edges in graph.items() if name.startswith(side) and any(e.startswith(READ_SIDE) for e in edges)}
+        assert users, f"{side} does not import {READ_SIDE}"

@@ -99,7 +99,7 @@ def test_an_observation_noise_sweep_on_cartpole_degrades_the_heuristic_and_is_re
 
 
 def _scores(evaluation, group_by):
-    from evaluations.reports import evaluation_scores
+    from evaluations.reports.scores import evaluation_scores
 
     return evaluation_scores(evaluation, group_by)["groups"]
 

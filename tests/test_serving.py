@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 from django.test.client import RequestFactory
 
-from evaluations import charts
+from evaluations.reports import charts
 from rlmesh_site.proxy import ForwardedForMiddleware
 
 ROOT = Path(__file__).resolve().parents[1]

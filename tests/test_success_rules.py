@@ -16,7 +16,7 @@ from django.test import Client
 from rlmesh._describe import describe
 
 from evaluations.models import ImageRepository, ImageVersion
-from evaluations.reports import evaluation_scores
+from evaluations.reports.scores import evaluation_scores
 from evaluations.services.probes import ProbeFailed, scenario_catalog
 from tests.conftest import cartpole_request
 from tests.test_execution import _no_heartbeat_thread, create, episodes, run_all  # noqa: F401 - autouse fixture

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
-from ..comparisons import ALPHA, SideError, compare_sides, resolve_side
+from ..reports.comparisons import ALPHA, SideError, compare_sides, resolve_side
 from .base import OrgScopedView
 from .serializers import ComparisonSerializer, errors
 

@@ -14,8 +14,8 @@ from ..filtersets import EvaluationFilterSet
 from ..models import ApiKey, Evaluation
 from ..planning import live_warnings, plan_evaluation
 from ..planning.schema import EvaluationRequestSerializer
-from ..regressions import attach_regressions
-from ..reports import evaluation_metrics, evaluation_scores
+from ..reports.regressions import attach_regressions
+from ..reports.scores import evaluation_metrics, evaluation_scores
 from ..runs.lifecycle import CancelRefused, cancel_evaluation, create_evaluation
 from ..selectors import evaluation_detail_queryset
 from .base import OrgScopedView

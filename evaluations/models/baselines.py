@@ -32,7 +32,7 @@ class Baseline(models.Model):
     """The reference evaluation for one tag value (e.g. ``suite:nightly``) of an organization.
 
     Every *completed* evaluation of the organization that carries the tag and was created after the baseline
-    evaluation gets a regression verdict per task against it (``evaluations.regressions``), computed on read.
+    evaluation gets a regression verdict per task against it (``evaluations.reports.regressions``), computed on read.
     One baseline per (organization, tag key, tag value); setting another replaces it.
     """
 

@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from .. import webhooks
-from ..agent_reports import agent_usage, evaluation_results, rollout_id
+from ..reports.agents import agent_usage, evaluation_results, rollout_id
 from ..choices import ADMIN_ROLES
 from ..models import Evaluation
 from ..runs.transcripts import is_agent_workload

@@ -10,12 +10,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from .. import charts
+from ..reports import charts
 from ..choices import TERMINAL_STATUSES
-from ..comparisons import Side, SideError, compare_sides, resolve_side
+from ..reports.comparisons import Side, SideError, compare_sides, resolve_side
 from ..domain import scoring
 from ..models import Evaluation, Workload
-from ..reports import score_cells, task_label
+from ..reports.scores import score_cells, task_label
 from ..tenancy import active_organization
 
 _MODELS = Prefetch("workloads",

@@ -17,7 +17,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import JsonLexer
 
-from .. import charts
+from ..reports import charts
 from ..choices import ACTIVE_STATUSES, WRITE_ROLES, EpisodeStatus, EvaluationStatus, cancel_refusal, may_cancel
 from ..domain import scoring
 from ..filtersets import EpisodeFilterSet, EvaluationFilterSet
@@ -26,8 +26,8 @@ from ..htmx import is_partial, render_page_or_partial
 from ..media import episode_video_response
 from ..models import Episode, Evaluation, Workload
 from ..planning import no_worker_warning
-from ..regressions import attach_regressions
-from ..reports import performance_profiles, score_cells, task_label
+from ..reports.regressions import attach_regressions
+from ..reports.scores import performance_profiles, score_cells, task_label
 from ..runs.lifecycle import CancelRefused, cancel_evaluation
 from ..selectors import evaluation_detail_queryset
 from ..tenancy import active_membership, active_organization, org_evaluation

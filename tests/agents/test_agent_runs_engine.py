@@ -9,7 +9,7 @@ import json
 import pytest
 from django.core.files.storage import default_storage
 
-from evaluations.agent_reports import status_document
+from evaluations.reports.agents import status_document
 from evaluations.choices import EvaluationStatus
 from evaluations.models import Evaluation, Shard
 from evaluations.planning.agent_runs import plan_agent_run

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluations import reports
+from evaluations.reports import scores as reports
 from evaluations.domain import scoring
 from evaluations.models import Episode
 from tests.support.comparisons import finished

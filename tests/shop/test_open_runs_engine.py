@@ -10,13 +10,13 @@ import uuid
 import pytest
 from django.core.files.storage import default_storage
 
-from evaluations.agent_reports import status_document
+from evaluations.reports.agents import status_document
 from evaluations.choices import EvaluationStatus
 from evaluations.models import Evaluation, Shard
 from evaluations.planning.agent_runs import plan_agent_run
 from evaluations.planning.open_runs import plan_open_run
 from evaluations.prebuilt.shop.tasks import catalog
-from evaluations.reports import evaluation_scores
+from evaluations.reports.scores import evaluation_scores
 from evaluations.runs import lifecycle
 from evaluations.runs import loop as execution
 from tests.support.agents import run_agent_shards_inline

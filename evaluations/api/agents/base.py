@@ -7,7 +7,7 @@ import uuid
 
 from rest_framework.exceptions import NotFound
 
-from ...agent_reports import agent_evaluations
+from ...reports.agents import agent_evaluations
 from ...models import Evaluation
 from ..base import OrgScopedView
 

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from ...agent_reports import STATUS_WORDS, agent_evaluations, env_id_of, status_document
+from ...reports.agents import STATUS_WORDS, agent_evaluations, env_id_of, status_document
 from ...planning.agent_runs import agent_env_reference
 from ...services.catalog import ReferenceError_, parse_reference
 from ..pagination import newest_first_page, page_limit

@@ -12,7 +12,7 @@ from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 
-from ...agent_reports import rollout_id, status_document
+from ...reports.agents import rollout_id, status_document
 from .base import AgentView
 from ..serializers import errors
 

@@ -12,7 +12,7 @@ from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 
-from ...agent_reports import STATUS_WORDS, find_rollout, status_document
+from ...reports.agents import STATUS_WORDS, find_rollout, status_document
 from ...choices import cancel_refusal, may_cancel
 from ...models import ApiKey
 from ...planning import live_warnings, parse_request_body

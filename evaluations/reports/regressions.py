@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 
 from django.core.cache import cache
 
-from .choices import EvaluationStatus
+from ..choices import EvaluationStatus
 from .comparisons import ALPHA, annotate_tasks, rows_by_evaluation
-from .domain import comparisons
-from .models import Baseline, Evaluation, Organization
+from ..domain import comparisons
+from ..models import Baseline, Evaluation, Organization
 
 __all__ = ["CACHE_SECONDS", "applies", "attach_regressions", "regression_rows", "summarize"]
 

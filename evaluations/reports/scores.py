@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from django.db.models import Avg, Count, F, Q, Sum
 
-from .agent_reports import agent_metrics
-from .domain import scoring
-from .domain.profiles import task_mean_profile
-from .choices import EpisodeStatus
-from .models import Episode, Evaluation, Shard
+from .agents import agent_metrics
+from ..domain import scoring
+from ..domain.profiles import task_mean_profile
+from ..choices import EpisodeStatus
+from ..models import Episode, Evaluation, Shard
 
 __all__ = ["PROFILE_THRESHOLDS", "evaluation_metrics", "evaluation_scores", "performance_profiles",
            "score_cells", "task_label"]

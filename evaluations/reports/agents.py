@@ -15,8 +15,8 @@ import re
 from django.conf import settings
 from django.db.models import QuerySet
 
-from .choices import EpisodeStatus, EvaluationStatus, ImageKind, ShardStatus, StopCondition
-from .models import Episode, Evaluation, ImageVersion, Organization, Shard
+from ..choices import EpisodeStatus, EvaluationStatus, ImageKind, ShardStatus, StopCondition
+from ..models import Episode, Evaluation, ImageVersion, Organization, Shard
 
 __all__ = ["STATUS_WORDS", "agent_env_versions", "agent_metrics", "agent_evaluations", "agent_usage",
            "episode_public_id", "find_rollout", "result_of", "rollout_id", "status_document", "usage_camel"]
@@ -34,7 +34,7 @@ def agent_env_versions(organization: Organization | None = None) -> list[int]:
     """Ids of the env versions whose scenarios include tasks for agents (visible to ``organization`` if given)."""
     qs = ImageVersion.objects.filter(repository__kind=ImageKind.ENV)
     if organization is not None:
-        from .models import ImageRepository
+        from ..models import ImageRepository
 
         qs = qs.filter(repository__in=ImageRepository.objects.visible_to(organization))
     return [pk for pk, scenarios in qs.values_list("pk", "scenarios")

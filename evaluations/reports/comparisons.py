@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .domain import comparisons
-from .models import Episode, Evaluation, Organization
+from ..domain import comparisons
+from ..models import Episode, Evaluation, Organization
 
 __all__ = [
     "ALPHA",
