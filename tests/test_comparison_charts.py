@@ -29,3 +29,15 @@ def test_the_performance_profile_is_a_step_line_in_its_band_per_model():
     lines = [t for t in fig["data"] if t.get("name")]
     assert [t["name"] for t in lines] == ["&lt;m&gt;", "n"] and all(t["line"]["shape"] == "hv" for t in lines)
     assert sum(1 for t in fig["data"] if t.get("fill") == "tonexty") == 2
+
+
+def test_long_titles_wrap_to_fit_a_phone_and_the_margin_makes_room():
+    title = "Performance profile: fraction of tasks above each success rate (95% bootstrap band)"
+    fig = charts.performance_profile({"m": {"thresholds": [0, 1], "fraction": [1, 0], "low": [1, 0], "high": [1, 0]}},
+                                     title=title)
+    lines = fig["layout"]["title"]["text"].split("<br>")
+    assert len(lines) > 1 and all(len(line) <= charts.TITLE_LINE for line in lines)
+    assert " ".join(lines) == title
+    assert fig["layout"]["margin"]["t"] >= 18 * len(lines)
+    short = charts.success_bars([], label_fields=["task"], title="Short")
+    assert short["layout"]["title"]["text"] == "Short" and short["layout"]["margin"]["t"] < fig["layout"]["margin"]["t"]

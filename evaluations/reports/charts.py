@@ -9,6 +9,7 @@ the literal characters. A model named ``<a href=…>Click</a>`` stays that text,
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
@@ -22,6 +23,36 @@ _LAYOUT = dict(margin=dict(l=50, r=20, t=40, b=80), height=360, template="plotly
 def _plain(text: str) -> str:
     """``text`` as Plotly should display it, character for character (its markup is not interpreted)."""
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+#: Characters per title line: a title wider than its chart is cut at both ends (Plotly centres it and never wraps),
+#: and a phone's 390 px screen leaves a chart about 340 px, ≈ 40 characters of a 14 px title.
+TITLE_LINE = 40
+
+
+def _title(text: str) -> dict:
+    """A Plotly title, ``_plain`` and wrapped at word boundaries into lines of ≤ TITLE_LINE characters."""
+    lines = textwrap.wrap(str(text), TITLE_LINE, break_long_words=False) or [""]
+    return dict(text="<br>".join(_plain(line) for line in lines), font=dict(size=14), x=0.5, xanchor="center",
+                y=1, yref="container", yanchor="top", pad=dict(t=10))
+
+
+def _top_margin(title: dict) -> int:
+    """Pixels above the plot for ``title``'s lines (18 px each) and a little air."""
+    return 28 + 18 * (title["text"].count("<br>") + 1)
+
+
+def _layout(title: str, *, legend_on_top: bool = False, **overrides) -> dict:
+    """The shared layout with ``title`` wrapped (``_title``) and the top margin it needs; ``overrides`` win, a
+    ``margin`` override keeps the computed top unless it gives one. ``legend_on_top`` puts the legend between the
+    title and the plot (for charts whose x labels take the space below)."""
+    heading = _title(title)
+    top = _top_margin(heading)
+    if legend_on_top:
+        overrides.setdefault("legend", dict(orientation="h", x=0, y=1.0, yanchor="bottom"))
+        top += 26
+    margin = {**_LAYOUT["margin"], "t": top, **overrides.pop("margin", {})}
+    return {**_LAYOUT, "title": heading, **overrides, "margin": margin}
 
 
 def _to_dict(fig: go.Figure) -> dict:
@@ -40,9 +71,12 @@ def success_bars(groups: Sequence[Mapping], *, label_fields: Sequence[str], titl
         if g.get("successRate") is None:
             continue
         by_model.setdefault(g["key"].get("model", "all"), []).append(g)
+    # Label by the fields that tell the bars apart: one env's name on every bar only crowds the axis.
+    rated = [g for items in by_model.values() for g in items]
+    varying = [f for f in label_fields if len({str(g["key"].get(f)) for g in rated}) > 1] or list(label_fields[-1:])
     fig = go.Figure()
     for model, items in by_model.items():
-        x = [_plain(" / ".join(str(g["key"].get(f) or "—") for f in label_fields) or model) for g in items]
+        x = [_plain(" / ".join(str(g["key"].get(f) or "—") for f in varying) or model) for g in items]
         y = [g["successRate"] for g in items]
         fig.add_bar(
             name=_plain(model),
@@ -59,7 +93,8 @@ def success_bars(groups: Sequence[Mapping], *, label_fields: Sequence[str], titl
             hovertemplate="%{x}<br>success %{y:.0%} [%{customdata[1]:.2f}, %{customdata[2]:.2f}]<br>n=%{customdata[0]}"
             "<extra>%{fullData.name}</extra>",
         )
-    fig.update_layout(title=_plain(title), yaxis=dict(title="success rate", range=[0, 1.05], tickformat=".0%"), barmode="group", **_LAYOUT)
+    fig.update_layout(yaxis=dict(title="success rate", range=[0, 1.05], tickformat=".0%"), barmode="group",
+                      **_layout(title, legend_on_top=True, xaxis=dict(automargin=True)))
     return _to_dict(fig)
 
 
@@ -68,7 +103,7 @@ def reward_distribution(rewards_by_model: Mapping[str, Sequence[float]], *, titl
     fig = go.Figure()
     for model, rewards in rewards_by_model.items():
         fig.add_box(name=_plain(model), y=list(rewards), boxpoints="all", jitter=0.4, pointpos=0, marker=dict(size=4))
-    fig.update_layout(title=_plain(title), yaxis=dict(title="episode return"), showlegend=False, **_LAYOUT)
+    fig.update_layout(yaxis=dict(title="episode return"), showlegend=False, **_layout(title))
     return _to_dict(fig)
 
 
@@ -111,9 +146,9 @@ def forest_plot(rows: Sequence[Mapping], *, title: str, x_title: str) -> dict:
     # Zero always in view, with a margin on both sides so neither it nor an interval's end sits on the frame.
     ends = [0.0, *(v for r in drawn for v in (r["difference"], r.get("low"), r.get("high")) if v is not None)]
     pad = 0.08 * ((max(ends) - min(ends)) or 1.0)
-    layout = {**_LAYOUT, "height": max(240, 120 + 36 * len(drawn)), "margin": dict(l=260, r=20, t=40, b=70)}
+    # The task labels size the left margin (automargin), so a phone's narrow chart is not given 260 px of blank.
+    layout = _layout(title, height=max(240, 120 + 36 * len(drawn)), margin=dict(l=40, r=20, b=70))
     fig.update_layout(
-        title=_plain(title),
         xaxis=dict(title=_plain(x_title), zeroline=False, range=[min(ends) - pad, max(ends) + pad]),
         yaxis=dict(categoryorder="array", categoryarray=labels[::-1], automargin=True), **layout,
     )
@@ -137,8 +172,8 @@ def performance_profile(profiles: Mapping[str, Mapping], *, title: str) -> dict:
             hovertemplate="τ = %{x:.2f}: %{y:.0%} of tasks above<extra>%{fullData.name}</extra>",
         )
     fig.update_layout(
-        title=_plain(title), xaxis=dict(title="success-rate threshold τ", range=[0, 1]),
-        yaxis=dict(title="fraction of tasks with success rate > τ", range=[0, 1.05], tickformat=".0%"), **_LAYOUT,
+        xaxis=dict(title="success-rate threshold τ", range=[0, 1]),
+        yaxis=dict(title="fraction of tasks with success rate > τ", range=[0, 1.05], tickformat=".0%"), **_layout(title),
     )
     return _to_dict(fig)
 

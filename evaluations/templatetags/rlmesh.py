@@ -13,6 +13,16 @@ register = template.Library()
 
 
 @register.filter
+def short_id(public_id: str, digits: int = 8) -> str:
+    """``eval_3fa2c1d9e0b4a7f6`` → ``eval_3fa2c1d9…`` (the prefix and ``digits`` hex digits, as git shortens a
+    commit): unique enough to tell rows apart; the full id is the cell's title and what its Copy button copies."""
+    prefix, sep, rest = public_id.partition("_")
+    if not sep or len(rest) <= digits:
+        return public_id
+    return f"{prefix}_{rest[:digits]}…"
+
+
+@register.filter
 def duration(start: datetime | None, end: datetime | None = None) -> str:
     """Human duration from ``start`` to ``end`` (now when None): ``"850 ms"``, ``"12.4 s"``, ``"3 min 05 s"``,
     ``"2 h 07 min"``; ``"—"`` without a start."""

@@ -31,15 +31,17 @@
 
   // ------------------------------------------------------------------ copy
   function wireCopy(root) {
-    root.querySelectorAll("[data-copy-from]").forEach(function (btn) {
+    // data-copy-from names a json_script element holding the text; data-copy-text holds it directly (ids).
+    root.querySelectorAll("[data-copy-from], [data-copy-text]").forEach(function (btn) {
       if (btn.dataset.wired) return;
       btn.dataset.wired = "1";
       btn.addEventListener("click", function () {
         // json_script holds the raw request as a JSON string: parsing gives back the exact text.
-        var text = JSON.parse(document.getElementById(btn.dataset.copyFrom).textContent);
+        var text = btn.dataset.copyText !== undefined ? btn.dataset.copyText
+          : JSON.parse(document.getElementById(btn.dataset.copyFrom).textContent);
         var status = document.getElementById("copy-status");
         navigator.clipboard.writeText(text).then(
-          function () { btn.textContent = "Copied"; if (status) status.textContent = "Copied " + text.length + " characters to the clipboard."; },
+          function () { if (btn.dataset.copyText !== undefined) btn.title = "Copied " + text; else btn.textContent = "Copied"; if (status) status.textContent = "Copied " + text.length + " characters to the clipboard."; },
           function (err) { if (status) status.textContent = "Copy failed: " + err; }
         );
       });
