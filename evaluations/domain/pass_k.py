@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["BOOTSTRAP_REPS", "pass_at_k", "pass_hat_k", "pass_k_table"]
+__all__ = ["BOOTSTRAP_REPS", "camel_table", "pass_at_k", "pass_hat_k", "pass_k_table"]
 
 #: Bootstrap resamples of the tasks behind every interval of :func:`pass_k_table`.
 BOOTSTRAP_REPS = 2000
@@ -135,3 +135,14 @@ def _bootstrap(values, *, confidence: float, reps: int, seed: int) -> tuple[list
     low, high = result.confidence_interval
     # Clip the last-ulp excursions of a mean of values in [0, 1]; never widen the interval.
     return ([float(min(max(v, 0.0), 1.0)) for v in low], [float(min(max(v, 0.0), 1.0)) for v in high])
+
+
+def camel_table(table: dict) -> dict:
+    """:func:`pass_k_table`'s result with ``/v1``'s camelCase keys (``minRollouts``, ``passAtK``, ``passHatKCi`` …)."""
+    def camel(key: str) -> str:
+        head, *rest = key.split("_")
+        return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+    out = {camel(k): v for k, v in table.items() if k != "rows"}
+    out["rows"] = [{camel(k): v for k, v in row.items()} for row in table["rows"]]
+    return out
