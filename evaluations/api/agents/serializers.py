@@ -104,7 +104,7 @@ class AgentUsageSerializer(AgentUsageTotalsSerializer):
     tasks = AgentTaskUsageSerializer(many=True)
 
 
-class PassKRowSerializer(serializers.Serializer):
+class AgentPassKRowSerializer(serializers.Serializer):
     k = serializers.IntegerField()
     pass_at_k = serializers.FloatField(help_text="mean over tasks of 1 − C(n−c, k)/C(n, k) (Chen et al. 2021)")
     pass_at_k_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, min_length=2, max_length=2,
@@ -114,13 +114,13 @@ class PassKRowSerializer(serializers.Serializer):
                                           max_length=2)
 
 
-class PassKSerializer(serializers.Serializer):
+class AgentPassKSerializer(serializers.Serializer):
     tasks = serializers.IntegerField()
     min_rollouts = serializers.IntegerField(help_text="the smallest n: k goes up to it, never beyond")
     max_rollouts = serializers.IntegerField()
     confidence = serializers.FloatField()
     interval = serializers.CharField()
-    rows = PassKRowSerializer(many=True)
+    rows = AgentPassKRowSerializer(many=True)
 
 
 class AgentEndpointFailuresSerializer(serializers.Serializer):
@@ -146,7 +146,7 @@ class AgentSummarySerializer(serializers.Serializer):
     success_rate_denominator = serializers.CharField()
     tool_call_errors = serializers.DictField(child=serializers.IntegerField())
     tasks_without_scored_rollouts = serializers.IntegerField()
-    pass_k = PassKSerializer(allow_null=True, help_text="null when no task has a scored rollout")
+    pass_k = AgentPassKSerializer(allow_null=True, help_text="null when no task has a scored rollout")
 
 
 class AgentDeliverySerializer(serializers.Serializer):
