@@ -60,7 +60,7 @@ import rlmesh
 
 from .observation import SYSTEM_PROMPT, first_user_message, raw_message, text_of, tool_message
 from .tools import ENDPOINT_ERROR_TOOL, TOOL_NAMES, ToolCallError, from_openai_tool_calls, from_reply_text, \
-    tool_definitions, tools_prompt, validate_call
+    looks_like_call, tool_definitions, tools_prompt, validate_call
 from .transport import EndpointConfig, EndpointError, HttpAgent, OpenAIChat, Reply, RlmeshModel, call_with_retries, \
     chat_url
 from .validation import validate_endpoint
@@ -69,7 +69,7 @@ __all__ = ["KEY_ENV", "EndpointBridge", "redact", "validate_endpoint"]
 
 #: Environment variable the platform sets on the bridge process with the endpoint's API key.
 KEY_ENV = "RLMESH_ENDPOINT_KEY"
-IGNORED_CALL = "ERROR: only one tool call per turn is executed; this call was ignored"
+IGNORED_CALL = "ERROR: only one tool call per turn; none of this turn's calls was executed"
 
 
 def redact(text: str, key: str) -> str:
@@ -223,7 +223,7 @@ class EndpointBridge(rlmesh.numpy.Model):
             action, trace = self._chat(episode, obs)
         else:
             action, trace = self._http(episode, obs)
-        trace["overheadMs"] = round((time.perf_counter() - t0) * 1000 - trace["latencyMs"] - trace["backoffMs"], 3)
+        trace["overheadMs"] = round((time.perf_counter() - t0) * 1000 - trace["latencyMs"] - trace["retryMs"], 3)
         action["trace"] = trace
         return redact(json.dumps(action, ensure_ascii=False, default=str), self.cfg.key)
 
@@ -231,9 +231,12 @@ class EndpointBridge(rlmesh.numpy.Model):
         return {
             "protocol": self.cfg.protocol, "request": request,
             "reply": None if reply is None else {"status": reply.status, "content": reply.content,
-                                                 "tool_calls": reply.tool_calls},
+                                                 "tool_calls": reply.tool_calls, "reasoning": reply.reasoning},
             "latencyMs": round(stats["latencyMs"], 3), "usage": None if reply is None else reply.usage,
-            "attempts": stats["attempts"], "backoffMs": round(stats["backoffMs"], 3), "error": stats["error"],
+            "attempts": stats["attempts"], "backoffMs": round(stats["backoffMs"], 3),
+            "retryMs": round(stats["retryMs"], 3), "failedMs": round(stats["failedMs"], 3),
+            "retryAfterMs": round(stats["retryAfterMs"], 3), "retryAfterCount": stats["retryAfterCount"],
+            "failures": stats["failures"], "failure": stats["failure"], "error": stats["error"],
         }
 
     def _headers(self) -> dict[str, str]:
@@ -270,7 +273,7 @@ class EndpointBridge(rlmesh.numpy.Model):
                    "body": _trace_body(body)}
         trace = self._trace(request, reply, stats)
         if reply is None:
-            return _endpoint_error(stats["error"]), trace
+            return _endpoint_error(stats), trace
         calls = [{**tc, "id": tc.get("id") or f"call_{uuid.uuid4().hex[:12]}"} for tc in reply.tool_calls]
         assistant: dict[str, Any] = {"role": "assistant", "content": reply.content or ("" if not calls else None)}
         if calls:
@@ -279,10 +282,31 @@ class EndpointBridge(rlmesh.numpy.Model):
             episode.pending = [c["id"] for c in calls]
         episode.messages.append(assistant)
         try:
-            call = from_openai_tool_calls(calls, obs.tools) if calls else from_reply_text(reply.content, obs.tools)
+            call = self._read_call(calls, reply, obs.tools)
         except ToolCallError as exc:
-            return {"tool": None, "error": str(exc)}, trace
+            return {"tool": None, "error": str(exc), "error_code": exc.code}, trace
         return call.as_action(), trace
+
+    def _read_call(self, calls: list[dict], reply: Reply, tools: list[str]):
+        """The one tool call of a chat reply; raises :class:`ToolCallError` with a named code (tools module doc).
+        With tool definitions sent the call belongs in ``tool_calls``: one written in the text or the reasoning is
+        refused by name, never guessed at; without them it is read from the text."""
+        if calls:
+            return from_openai_tool_calls(calls, tools)
+        if self.cfg.send_tool_definitions:
+            if looks_like_call(reply.content):
+                raise ToolCallError("the tool call is in the reply text; send it in tool_calls (the tools were "
+                                    "given as definitions)", "tool_call_in_content")
+        else:
+            try:
+                return from_reply_text(reply.content, tools)
+            except ToolCallError as exc:
+                if exc.code != "no_tool_call" or not looks_like_call(reply.reasoning):
+                    raise
+        if looks_like_call(reply.reasoning):
+            raise ToolCallError("the tool call is in the reasoning, not in the answer; the reasoning is never "
+                                "executed", "tool_call_in_reasoning")
+        raise ToolCallError("no tool call in the reply", "no_tool_call")
 
     def _http(self, episode: _Episode, obs: _Obs) -> tuple[dict, dict]:
         body: dict[str, Any] = {"task": obs.task, "episode": obs.episode, "step": obs.step, "goal": obs.goal,
@@ -295,17 +319,18 @@ class EndpointBridge(rlmesh.numpy.Model):
         trace = self._trace({"method": "POST", "url": self.cfg.url, "headers": self._headers(),
                              "body": _trace_body(body)}, reply, stats)
         if reply is None:
-            return _endpoint_error(stats["error"]), trace
+            return _endpoint_error(stats), trace
         data = reply.action if isinstance(reply.action, dict) else {}
         try:
             if data.get("tool") is None:
                 raise ToolCallError(str(data.get("error") or "no tool call in the reply (expected {\"tool\", "
-                                                            "\"arguments\"})"))
+                                                            "\"arguments\"})"),
+                                    "no_tool_call" if isinstance(reply.action, dict) else "unparsed_tool_call")
             action = validate_call(data["tool"], data.get("arguments"), obs.tools).as_action()
             episode.history.append({"action": action, "error": None})
         except ToolCallError as exc:
             episode.history.append({"action": None, "error": str(exc)})
-            return {"tool": None, "error": str(exc)}, trace
+            return {"tool": None, "error": str(exc), "error_code": exc.code}, trace
         return action, trace
 
     def _forward(self, episode: _Episode, obs: _Obs) -> tuple[dict, dict]:
@@ -326,14 +351,14 @@ class EndpointBridge(rlmesh.numpy.Model):
                 for k, v in obs.original.items()}
         trace = self._trace({"method": "predict", "url": self.cfg.url, "headers": {}, "body": body}, reply, stats)
         if reply is None:
-            return _endpoint_error(stats["error"]), trace
+            return _endpoint_error(stats), trace
         try:
             action = json.loads(reply.action) if isinstance(reply.action, str) else reply.action
         except json.JSONDecodeError:
             action = None
         if not isinstance(action, dict):
             why = f"the model's action is not a JSON object: {str(reply.action)[:80]!r}"
-            return {"tool": None, "error": why}, trace
+            return {"tool": None, "error": why, "error_code": "unparsed_tool_call"}, trace
         action.pop("trace", None)
         return action, trace
 
@@ -358,8 +383,13 @@ def _latest_image_only(messages: list[dict]) -> list[dict]:
     return out
 
 
-def _endpoint_error(message: str | None) -> dict[str, Any]:
-    return {"tool": ENDPOINT_ERROR_TOOL, "arguments": {"message": f"endpoint unavailable: {message or 'no reply'}"}}
+def _endpoint_error(stats: dict[str, Any]) -> dict[str, Any]:
+    """The action after the last retry failed: ``failure`` (``rate_limited`` / ``endpoint_unavailable``) names it,
+    the message starts with it in words."""
+    failure = stats.get("failure") or "endpoint_unavailable"
+    words = "rate limited" if failure == "rate_limited" else "endpoint unavailable"
+    return {"tool": ENDPOINT_ERROR_TOOL, "failure": failure,
+            "arguments": {"message": f"{words}: {stats.get('error') or 'no reply'}"}}
 
 
 def _close_quietly(client: Any) -> None:

@@ -16,6 +16,20 @@ Routes (a threaded stdlib HTTP server, ``manage.py serve_reference_agent --port 
 - ``POST /agent/step``: the HTTP agent protocol (:mod:`.bridge`): ``{"task", "goal", "observation", ...}`` →
   ``{"tool", "arguments", "usage"}``.
 
+**Faults on request** (chat only), so tests can run a real endpoint that behaves like a busy provider: a chat body
+(the run's ``endpoint.additional_params``) may carry ``reference_faults``, an object of
+
+- ``usage_details`` (bool): also report ``prompt_tokens_details.cached_tokens`` (the tokens of every message but
+  the last: a prefix cache) and ``completion_tokens_details.reasoning_tokens`` (half the completion tokens);
+- ``omit_usage_steps`` (list of ints): turns (0 = the first call of a conversation, counted by the assistant
+  messages already in it) whose reply has no ``usage`` at all;
+- ``fail_steps`` (object turn → n): the first n attempts of that turn answer 429 (then it succeeds);
+- ``fail_goal`` (string) with ``fail_from_step`` (int): conversations whose goal contains the string fail every
+  attempt from that turn on, with ``statuses`` (list, default ``[429]``) in turn by attempt;
+- ``retry_after`` (seconds, default 0.1): the ``Retry-After`` header sent with every 429.
+
+Attempts are told apart by the request body (a retry resends the same bytes).
+
 The same decisions as an ordinary ``rlmesh`` model (:class:`ReferencePolicy`), for ``/v1`` runs on the MiniWoB env
 or behind the bridge's ``tcp://`` protocol:
 ``python -m rlmesh.serve evaluations.agents.reference_agent:ReferencePolicy --address 127.0.0.1:7600``.
@@ -24,8 +38,10 @@ or behind the bridge's ``tcp://`` protocol:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -250,10 +266,50 @@ def reply_for_chat(request: dict[str, Any]) -> dict[str, Any]:
         finish_reason = "stop"
     prompt = _tokens(json.dumps(request.get("messages", [])))
     completion = _tokens(json.dumps(message))
-    return {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
-            "model": request.get("model") or "reference-agent",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                             "total_tokens": prompt + completion}
+    faults = request.get("reference_faults") if isinstance(request.get("reference_faults"), dict) else {}
+    if faults.get("usage_details"):
+        cached = min(prompt, _tokens(json.dumps(request.get("messages", [])[:-1])))
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        usage["completion_tokens_details"] = {"reasoning_tokens": completion // 2}
+    out = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
+           "model": request.get("model") or "reference-agent",
+           "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}], "usage": usage}
+    if _turn(request) in (faults.get("omit_usage_steps") or []):
+        del out["usage"]
+    return out
+
+
+def _turn(request: dict[str, Any]) -> int:
+    return sum(1 for m in request.get("messages", []) if isinstance(m, dict) and m.get("role") == "assistant")
+
+
+class _Faults:
+    """Which attempt of which request body answers an error (``reference_faults``, module doc)."""
+
+    def __init__(self):
+        self.attempts: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def error_for(self, request: dict[str, Any], raw: bytes) -> tuple[int, dict[str, str]] | None:
+        faults = request.get("reference_faults")
+        if not isinstance(faults, dict):
+            return None
+        key = hashlib.sha256(raw).hexdigest()
+        with self.lock:
+            attempt = self.attempts[key] = self.attempts.get(key, 0) + 1
+        turn = _turn(request)
+        first = next((m for m in request.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"), {})
+        goal = json.dumps(first.get("content"))
+        if faults.get("fail_goal") and faults["fail_goal"] in goal and turn >= int(faults.get("fail_from_step", 0)):
+            statuses = faults.get("statuses") or [429]
+            status = int(statuses[(attempt - 1) % len(statuses)])
+        elif attempt <= int((faults.get("fail_steps") or {}).get(str(turn), 0)):
+            status = 429
+        else:
+            return None
+        return status, ({"Retry-After": str(faults.get("retry_after", 0.1))} if status == 429 else {})
 
 
 def reply_for_step(request: dict[str, Any]) -> dict[str, Any]:
@@ -272,21 +328,30 @@ class _Handler(BaseHTTPRequestHandler):
     routes = {"/v1/chat/completions": reply_for_chat, "/chat/completions": reply_for_chat,
               "/agent/step": reply_for_step}
 
+    faults = _Faults()
+
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         route = self.routes.get(self.path.rstrip("/"))
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
             return self._send(400, {"error": {"message": "the body is not JSON"}})
         if route is None:
             return self._send(404, {"error": {"message": f"no route {self.path}"}})
+        fault = self.faults.error_for(body, raw) if isinstance(body, dict) else None
+        if fault is not None:
+            status, headers = fault
+            return self._send(status, {"error": {"message": f"reference agent fault: HTTP {status}"}}, headers)
         return self._send(200, route(body))
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 

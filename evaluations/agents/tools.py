@@ -26,7 +26,12 @@ A tool call is read from an endpoint reply in one of two forms:
     object in the text with a ``"tool"`` key, e.g. ``I will click it. {"tool": "click", "arguments": {"ref": 5}}``
     (code fences around it are fine).
 
-Every failure raises :class:`ToolCallError` whose message is what the agent is shown after ``ERROR:``.
+Every failure raises :class:`ToolCallError` whose message is what the agent is shown after ``ERROR:`` and whose
+``code`` names the kind (:data:`TOOL_CALL_ERRORS`): ``no_tool_call``, ``unparsed_tool_call`` (arguments or a call
+object that are not JSON), ``multiple_tool_calls`` (several calls where one is expected), ``tool_call_in_content``
+and ``tool_call_in_reasoning`` (a call written in the reply text or the reasoning while the tools were sent as
+definitions, so it belonged in ``tool_calls``; the bridge decides these), ``invalid_tool_call`` (an unknown tool,
+missing or mistyped arguments).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "ENDPOINT_ERROR_TOOL", "TOOL_NAMES", "TOOL_SCHEMAS", "WAIT_MAX_MS", "ToolCall", "ToolCallError",
+    "ENDPOINT_ERROR_TOOL", "TOOL_CALL_ERRORS", "calls_in_text", "looks_like_call", "TOOL_NAMES", "TOOL_SCHEMAS", "WAIT_MAX_MS", "ToolCall", "ToolCallError",
     "from_openai_tool_calls", "from_reply_text", "parse_action", "tool_definitions", "tools_prompt", "validate_call",
 ]
 
@@ -91,8 +96,18 @@ _ARGUMENTS: dict[str, dict[str, tuple[type, bool]]] = {
 }
 
 
+#: The named kinds of unusable replies (``ToolCallError.code``, the transcript's ``error`` events, rollout counts).
+TOOL_CALL_ERRORS: tuple[str, ...] = ("no_tool_call", "unparsed_tool_call", "multiple_tool_calls",
+                                     "tool_call_in_content", "tool_call_in_reasoning", "invalid_tool_call")
+
+
 class ToolCallError(ValueError):
-    """A missing or unusable tool call; ``str(exc)`` is the message the agent sees after ``ERROR:``."""
+    """A missing or unusable tool call; ``str(exc)`` is the message the agent sees after ``ERROR:``, ``code`` one of
+    :data:`TOOL_CALL_ERRORS` (default ``invalid_tool_call``)."""
+
+    def __init__(self, message: str, code: str = "invalid_tool_call"):
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -156,7 +171,7 @@ def validate_call(tool: Any, arguments: Any, allowed: tuple[str, ...] | list[str
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
-            raise ToolCallError(f"{tool}: arguments are not valid JSON ({exc.msg})") from None
+            raise ToolCallError(f"{tool}: arguments are not valid JSON ({exc.msg})", "unparsed_tool_call") from None
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
@@ -196,15 +211,21 @@ def parse_action(text: str | bytes, allowed: tuple[str, ...] | list[str] = TOOL_
     if not isinstance(action, dict):
         raise ToolCallError("action must be a JSON object with 'tool' and 'arguments'")
     if action.get("tool") is None:
-        raise ToolCallError(str(action.get("error") or "no tool call in the action"))
+        raise ToolCallError(str(action.get("error") or "no tool call in the action"),
+                            str(action.get("error_code") or "no_tool_call"))
     return validate_call(action["tool"], action.get("arguments"), allowed)
 
 
 def from_openai_tool_calls(tool_calls: list[dict], allowed: tuple[str, ...] | list[str] = TOOL_NAMES) -> ToolCall:
     """The first of OpenAI ``tool_calls`` (dicts ``{"id", "type", "function": {"name", "arguments"}}``) as a
-    :class:`ToolCall`. Raises :class:`ToolCallError` when the list is empty or the call is invalid."""
+    :class:`ToolCall`. Raises :class:`ToolCallError` when the list is empty (``no_tool_call``), holds several calls
+    (``multiple_tool_calls``: none is executed) or the call is invalid."""
     if not tool_calls:
-        raise ToolCallError("no tool call in the reply")
+        raise ToolCallError("no tool call in the reply", "no_tool_call")
+    if len(tool_calls) > 1:
+        names = ", ".join(str(((c or {}).get("function") or {}).get("name")) for c in tool_calls[:5])
+        raise ToolCallError(f"{len(tool_calls)} tool calls in one reply ({names}); none was executed: send exactly "
+                            "one per turn", "multiple_tool_calls")
     function = (tool_calls[0] or {}).get("function") or {}
     return validate_call(function.get("name"), function.get("arguments"), allowed)
 
@@ -220,15 +241,40 @@ def _json_objects(text: str):
             yield obj
 
 
+#: The start of a call object in text: ``{"tool": …`` or ``{"name": …`` (used to tell unparsable calls from prose).
+_CALL_START = re.compile(r'\{\s*"(?:tool|name)"\s*:')
+
+
+def calls_in_text(text: str | None) -> list[dict]:
+    """The JSON objects in ``text`` that look like tool calls (a ``"tool"`` key, or ``"name"`` with
+    ``"arguments"``), in order."""
+    return [obj for obj in _json_objects(text or "")
+            if "tool" in obj or (isinstance(obj.get("name"), str) and "arguments" in obj)]
+
+
+def looks_like_call(text: str | None) -> bool:
+    """Whether ``text`` holds a tool call, readable or not (a call object, or the start of one)."""
+    return bool(calls_in_text(text)) or bool(_CALL_START.search(text or ""))
+
+
 def from_reply_text(text: str | None, allowed: tuple[str, ...] | list[str] = TOOL_NAMES) -> ToolCall:
-    """The first JSON object with a ``"tool"`` key in free reply text, as a :class:`ToolCall`.
+    """The one JSON object with a ``"tool"`` key in free reply text, as a :class:`ToolCall`.
 
     Also accepts ``{"name": ..., "arguments": ...}`` (the OpenAI function shape). Raises :class:`ToolCallError`
-    when the text holds no such object or the call is invalid.
+    when the text holds no such object (``no_tool_call``; ``unparsed_tool_call`` when it starts one that is not
+    JSON), several (``multiple_tool_calls``), or the call is invalid.
     """
-    for obj in _json_objects(text or ""):
+    calls = calls_in_text(text)
+    if len(calls) > 1:
+        raise ToolCallError(f"{len(calls)} tool calls in one reply; none was executed: send exactly one per turn",
+                            "multiple_tool_calls")
+    if calls:
+        obj = calls[0]
         if "tool" in obj:
             return validate_call(obj["tool"], obj.get("arguments"), allowed)
-        if isinstance(obj.get("name"), str) and "arguments" in obj:
-            return validate_call(obj["name"], obj["arguments"], allowed)
-    raise ToolCallError('no tool call in the reply (expected a JSON object {"tool": ..., "arguments": {...}})')
+        return validate_call(obj["name"], obj["arguments"], allowed)
+    if _CALL_START.search(text or ""):
+        raise ToolCallError('the tool call in the reply is not valid JSON (expected {"tool": ..., "arguments": '
+                            '{...}})', "unparsed_tool_call")
+    raise ToolCallError('no tool call in the reply (expected a JSON object {"tool": ..., "arguments": {...}})',
+                        "no_tool_call")

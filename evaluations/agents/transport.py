@@ -11,8 +11,17 @@ Three transports, each ``send(body) -> Reply`` raising :class:`EndpointError` on
 - :class:`RlmeshModel`: an ``rlmesh`` model server at ``tcp://host:port`` (``rlmesh.numpy.RemoteModel``).
 
 :func:`call_with_retries` retries 429, 5xx, timeouts and connection errors up to ``max_retries`` times, sleeping
-``Retry-After`` (seconds or an HTTP date) when the endpoint sent one, else ``backoff_seconds * 2**(n-1)``, both
-capped at ``max_backoff_seconds``. Other 4xx and malformed replies fail at once.
+``Retry-After`` (seconds or an HTTP date) when the endpoint sent one, else ``backoff_seconds * 2**(n-1)`` capped at
+``max_backoff_seconds``. A ``Retry-After`` longer than that cap is honoured by giving up (``rate_limited``), never by
+calling back early. Other 4xx and malformed replies fail at once. Its stats split the call's time into
+``latencyMs`` (waiting on the answer that was used) and ``retryMs`` (failed attempts plus ``backoffMs`` of sleep, of
+which ``retryAfterMs`` the endpoint asked for) and name a final failure's ``failure``: ``rate_limited`` (the last
+answer was 429) or ``endpoint_unavailable`` (5xx, timeouts, refused connections, bad replies, other 4xx).
+
+:func:`read_usage` reads a reply's ``usage`` into one shape: ``prompt_tokens``, ``completion_tokens``,
+``total_tokens``, ``cached_tokens`` (``prompt_tokens_details.cached_tokens``: a *part* of ``prompt_tokens``) and
+``reasoning_tokens`` (``completion_tokens_details.reasoning_tokens``: a part of ``completion_tokens``), each None
+when the endpoint did not send it; a reply without ``usage`` is ``None`` (missing, not zero).
 """
 
 from __future__ import annotations
@@ -23,8 +32,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["EndpointConfig", "EndpointError", "HttpAgent", "OpenAIChat", "Reply", "RlmeshModel", "call_with_retries",
-           "chat_url", "retry_after_seconds"]
+__all__ = ["FAILURE_KINDS", "USAGE_FIELDS", "EndpointConfig", "EndpointError", "HttpAgent", "OpenAIChat", "Reply",
+           "RlmeshModel", "call_with_retries", "chat_url", "read_usage", "retry_after_seconds"]
+
+#: What a call that never got an answer failed on (``stats["failure"]``).
+FAILURE_KINDS = ("rate_limited", "endpoint_unavailable")
+#: The token counts :func:`read_usage` returns (cached ⊂ prompt, reasoning ⊂ completion).
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens")
 
 
 @dataclass
@@ -63,15 +77,39 @@ class EndpointError(Exception):
 
 @dataclass
 class Reply:
-    """One endpoint answer: ``content`` text, OpenAI-shaped ``tool_calls`` dicts, ``usage`` as reported (or None),
-    ``status`` (HTTP), ``action`` (an rlmesh model's action text, or the HTTP agent's JSON object)."""
+    """One endpoint answer: ``content`` text, OpenAI-shaped ``tool_calls`` dicts, ``usage`` (:func:`read_usage`, or
+    None when the reply had none), ``status`` (HTTP), ``action`` (an rlmesh model's action text, or the HTTP agent's
+    JSON object), ``reasoning`` (the message's ``reasoning_content``/``reasoning`` text, if the endpoint sent one)."""
 
     content: str | None = None
     tool_calls: list[dict] = field(default_factory=list)
     usage: dict | None = None
     status: int | None = None
     action: Any = None
+    reasoning: str | None = None
 
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return None
+    return int(value)
+
+
+def read_usage(usage: Any) -> dict | None:
+    """A reply's ``usage`` object as :data:`USAGE_FIELDS` (ints, or None where absent or not a count); None when
+    ``usage`` is not an object. Reads the OpenAI nesting (``prompt_tokens_details.cached_tokens``,
+    ``completion_tokens_details.reasoning_tokens``) and, for the HTTP agent protocol, the same names at top level.
+    ``cached_tokens`` stays a part of ``prompt_tokens``: nothing is added to anything."""
+    if not isinstance(usage, dict):
+        return None
+    prompt = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+    completion = usage.get("completion_tokens_details") \
+        if isinstance(usage.get("completion_tokens_details"), dict) else {}
+    return {"prompt_tokens": _count(usage.get("prompt_tokens")),
+            "completion_tokens": _count(usage.get("completion_tokens")),
+            "total_tokens": _count(usage.get("total_tokens")),
+            "cached_tokens": _count(prompt.get("cached_tokens", usage.get("cached_tokens"))),
+            "reasoning_tokens": _count(completion.get("reasoning_tokens", usage.get("reasoning_tokens")))}
 
 def retry_after_seconds(value: str | None) -> float | None:
     """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date); None when absent or unreadable."""
@@ -92,31 +130,58 @@ def _retryable_status(status: int) -> bool:
     return status == 429 or status >= 500
 
 
+def _failure(exc: EndpointError) -> str:
+    return "rate_limited" if exc.status == 429 else "endpoint_unavailable"
+
+
 def call_with_retries(send: Callable[[], Reply], cfg: EndpointConfig, sleep: Callable[[float], None] = time.sleep
                       ) -> tuple[Reply | None, dict[str, Any]]:
     """Call ``send`` until it succeeds, fails permanently or runs out of retries.
 
-    Returns ``(reply or None, stats)``; stats: ``attempts``, ``latencyMs`` (the last attempt), ``backoffMs`` (total
-    sleep), ``error`` (None on success, else the last failure's message), ``status`` (the last HTTP status).
+    Returns ``(reply or None, stats)``; stats (times in ms): ``attempts``; ``latencyMs``, the attempt whose answer
+    was used (the last attempt when none was); ``retryMs``, time lost to retries: failed attempts' ``failedMs`` plus
+    ``backoffMs`` (sleep between attempts), of which ``retryAfterMs`` was asked for by ``Retry-After`` headers
+    (``retryAfterCount`` of them); ``failures``, one ``{"attempt", "status", "kind", "ms", "retryAfterS"}`` per
+    failed attempt; ``error`` (None on success, else the last failure's message); ``failure`` (None, or a
+    :data:`FAILURE_KINDS` word for a call that got no answer); ``status`` (the last HTTP status).
     """
-    backoff_ms, attempt = 0.0, 0
+    stats: dict[str, Any] = {"attempts": 0, "latencyMs": 0.0, "retryMs": 0.0, "failedMs": 0.0, "backoffMs": 0.0,
+                             "retryAfterMs": 0.0, "retryAfterCount": 0, "failures": [], "error": None,
+                             "failure": None, "status": None}
     while True:
-        attempt += 1
+        stats["attempts"] += 1
         t0 = time.perf_counter()
         try:
             reply = send()
         except EndpointError as exc:
-            stats = {"attempts": attempt, "latencyMs": (time.perf_counter() - t0) * 1000, "backoffMs": backoff_ms,
-                     "error": str(exc), "status": exc.status}
-            if not exc.retryable or attempt > cfg.max_retries:
+            ms = (time.perf_counter() - t0) * 1000
+            stats["failures"].append({"attempt": stats["attempts"], "status": exc.status, "kind": _failure(exc),
+                                      "ms": round(ms, 3), "retryAfterS": exc.retry_after})
+            stats.update(error=str(exc), status=exc.status, latencyMs=ms)
+            too_long = exc.retry_after is not None and exc.retry_after > cfg.max_backoff_seconds
+            if not exc.retryable or stats["attempts"] > cfg.max_retries or too_long:
+                if too_long and stats["attempts"] <= cfg.max_retries:
+                    stats["error"] = (f"{exc} (Retry-After {exc.retry_after:g} s is longer than the bridge waits, "
+                                      f"{cfg.max_backoff_seconds:g} s)")
+                stats["failure"] = _failure(exc)
+                # Every attempt failed: the last one is waiting too, but on an answer nobody used.
+                stats["failedMs"] += ms
+                stats["latencyMs"] = 0.0
+                stats["retryMs"] = stats["failedMs"] + stats["backoffMs"]
                 return None, stats
-            delay = exc.retry_after if exc.retry_after is not None else cfg.backoff_seconds * 2 ** (attempt - 1)
-            delay = min(delay, cfg.max_backoff_seconds)
+            stats["failedMs"] += ms
+            if exc.retry_after is not None:
+                delay = exc.retry_after
+                stats["retryAfterMs"] += delay * 1000
+                stats["retryAfterCount"] += 1
+            else:
+                delay = min(cfg.backoff_seconds * 2 ** (stats["attempts"] - 1), cfg.max_backoff_seconds)
             sleep(delay)
-            backoff_ms += delay * 1000
+            stats["backoffMs"] += delay * 1000
             continue
-        return reply, {"attempts": attempt, "latencyMs": (time.perf_counter() - t0) * 1000, "backoffMs": backoff_ms,
-                       "error": None, "status": reply.status}
+        stats.update(latencyMs=(time.perf_counter() - t0) * 1000, status=reply.status, error=None,
+                     retryMs=stats["failedMs"] + stats["backoffMs"])
+        return reply, stats
 
 
 def chat_url(url: str) -> str:
@@ -171,9 +236,11 @@ class OpenAIChat:
         if message is None:
             raise EndpointError("bad reply: no choices", retryable=False, status=200)
         tool_calls = [tc.model_dump(exclude_none=True) for tc in (message.tool_calls or [])]
-        usage = completion.usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"}) \
-            if completion.usage else None
-        return Reply(content=message.content, tool_calls=tool_calls, usage=usage, status=200)
+        usage = read_usage(completion.usage.model_dump(exclude_none=True)) if completion.usage else None
+        extra = message.model_extra or {}
+        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+        return Reply(content=message.content, tool_calls=tool_calls, usage=usage, status=200,
+                     reasoning=reasoning if isinstance(reasoning, str) else None)
 
 
 class HttpAgent:
@@ -207,7 +274,7 @@ class HttpAgent:
             data = resp.json()
         except ValueError:
             return Reply(content=resp.text[:2000], status=resp.status_code)
-        usage = data.get("usage") if isinstance(data, dict) and isinstance(data.get("usage"), dict) else None
+        usage = read_usage(data.get("usage")) if isinstance(data, dict) else None
         return Reply(content=resp.text[:2000], usage=usage, status=resp.status_code, action=data)
 
 

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from scipy import stats
 
+from .pass_k import camel_table, pass_k_table
+
 __all__ = [
     "GROUP_FIELDS",
     "cell_of_rows",
@@ -245,7 +247,9 @@ def group_cells(cells: Iterable[Mapping], group_by: str, confidence: float = 0.9
     Cells carry the grouping fields (``model``, ``env``, ``taskId``, ``scenario``, ``benchmark``, ``perturbation``)
     besides their outcome statistics. Returns ``[{"key": {...}, **summary}]`` in order of first appearance; a rollup
     across tasks also has ``tasks`` and, with two or more tasks with verdicts, the IQM of per-task success rates
-    (rliable) and its stratified bootstrap interval. Raises ValueError for an unknown ``group_by``.
+    (rliable) and its stratified bootstrap interval. A group whose every task (env · taskId · perturbation) has
+    more than one judged episode also has ``passAtK`` (:func:`~evaluations.domain.pass_k.pass_k_table`, camelCase:
+    pass@k and pass^k for every k up to the smallest n). Raises ValueError for an unknown ``group_by``.
     """
     try:
         fields = GROUP_FIELDS[group_by]
@@ -265,6 +269,10 @@ def group_cells(cells: Iterable[Mapping], group_by: str, confidence: float = 0.9
             if len(by_task) >= 2:
                 iqm, low, high = iqm_interval({str(k): v for k, v in by_task.items()}, confidence=confidence)
                 group["iqmSuccessRate"], group["iqmSuccessRateCi"] = iqm, [low, high]
+        counts = [(len(v), int(sum(v))) for v in task_outcomes(
+            members, task=lambda c: (c.get("env"), c.get("taskId"), c.get("perturbation"))).values()]
+        if counts and min(n for n, _ in counts) > 1:
+            group["passAtK"] = camel_table(pass_k_table(counts, confidence=confidence))
         out.append(group)
     return out
 

@@ -1,5 +1,11 @@
-"""The read side of agent runs (seed 004): an evaluation as the status document, its rollouts as results, and the
-token usage and endpoint time summed per rollout, per task and per run.
+"""The read side of agent runs (seed 004): an evaluation as the status document, its rollouts as results, the
+token usage and endpoint time summed per rollout, per task and per run, and the run's ``summary`` (outcome counts,
+success rate, pass@k and pass^k).
+
+A rollout the endpoint ended (``stop_condition`` ``rate_limited`` or ``endpoint_unavailable``) is the platform's
+failure to ask the agent, not the agent's failure: it is counted apart and left out of the success rate's
+denominator and of pass@k, as Inspect AI leaves errored samples unscored and AgentLab/BrowserGym count
+``err_msg`` episodes apart for relaunching (``docs/using/agent-metrics.md``).
 
 Any evaluation has a status document; one whose env's tasks are for agents (their scenarios declare ``tools``) is
 an agent evaluation, whether it came through ``/agents`` or ``/v1``. Rollout ids are ``<run_id>_<example>_<rollout>``
@@ -15,10 +21,13 @@ import re
 from django.conf import settings
 from django.db.models import QuerySet
 
+from ..agents.transport import FAILURE_KINDS, USAGE_FIELDS
 from ..choices import EpisodeStatus, EvaluationStatus, ImageKind, ShardStatus, StopCondition
+from ..domain.pass_k import pass_k_table
+from ..domain.scoring import wilson_interval
 from ..models import Episode, Evaluation, ImageVersion, Organization, Shard
 
-__all__ = ["STATUS_WORDS", "agent_env_versions", "agent_metrics", "agent_evaluations", "agent_usage",
+__all__ = ["STATUS_WORDS", "agent_env_versions", "agent_metrics", "agent_evaluations", "agent_summary", "agent_usage",
            "episode_public_id", "find_rollout", "result_of", "rollout_id", "status_document", "usage_camel"]
 
 #: Evaluation status → the seed's status word.
@@ -26,7 +35,9 @@ STATUS_WORDS = {
     EvaluationStatus.QUEUED: "QUEUED", EvaluationStatus.RUNNING: "RUNNING", EvaluationStatus.CANCELLING: "RUNNING",
     EvaluationStatus.COMPLETED: "COMPLETED", EvaluationStatus.FAILED: "FAILED", EvaluationStatus.CANCELLED: "CANCELLED",
 }
-USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+#: What the success rate's denominator holds (said in every summary).
+DENOMINATOR = ("scored rollouts (pass, fail, timeout); endpoint failures (rate_limited, endpoint_unavailable), "
+               "other errors, unverified and cancelled rollouts are counted apart and left out")
 _ROLLOUT = re.compile(r"^(?P<run>[0-9a-f-]{36})_(?P<example>\d{1,6})_(?P<rollout>\d{1,9})$")
 
 
@@ -74,11 +85,19 @@ def env_id_of(evaluation: Evaluation, workloads: list) -> str | None:
     return ref.removeprefix("prebuilt/")
 
 
+def _endpoint_failure(agent: dict) -> str | None:
+    """``rate_limited`` / ``endpoint_unavailable`` when the endpoint ended the rollout (older records: ``ending``
+    ``endpoint_error``), else None."""
+    if agent.get("endpointFailure") in FAILURE_KINDS:
+        return agent["endpointFailure"]
+    return "endpoint_unavailable" if agent.get("endpointError") or agent.get("ending") == "endpoint_error" else None
+
+
 def _outcome(e: Episode) -> tuple[str, str]:
     """``(task_outcome, stop_condition)`` of a recorded rollout."""
     ending = (e.agent or {}).get("ending")
     if e.status == EpisodeStatus.ERROR:
-        return "error", "error"
+        return "error", _endpoint_failure(e.agent or {}) or "error"
     if ending == "timeout" or e.stop_condition == StopCondition.WALL_TIME:
         return "timeout", "timeout"
     # A completed rollout without a verdict (an open run with no verifiers and no judge) is unverified, never a
@@ -89,27 +108,32 @@ def _outcome(e: Episode) -> tuple[str, str]:
     return passed, "terminal_action"
 
 
-def _reward(e: Episode, outcome: str) -> float | None:
-    if outcome == "unverified":
+def _reward(e: Episode, outcome: str, stop: str) -> float | None:
+    if outcome == "unverified" or stop in FAILURE_KINDS:
         return None
     return max(float(e.reward), 0.0) if e.reward is not None else 0.0
 
 
 def result_of(e: Episode, run_id) -> dict:
-    """One rollout as the seed's result object, plus extensions (``seed``, ``steps``, ``usage``, ``endpoint_ms``,
-    ``transcript_url`` relative to ``/agents``)."""
+    """One rollout as the seed's result object, plus extensions (``seed``, ``steps``, ``usage`` with cached and
+    reasoning tokens, ``usage_missing_steps``, ``endpoint_ms``, ``retry_ms``, ``retry_after_ms``,
+    ``tool_call_errors``, ``transcript_url`` relative to ``/agents``). A rollout the endpoint ended has
+    ``task_passed`` and ``reward`` null: nothing was measured."""
     w = e.workload
     outcome, stop = _outcome(e)
     agent = e.agent or {}
     rid = rollout_id(run_id, w.index, e.index)
+    usage = {k: (agent.get("usage") or {}).get(k) for k in USAGE_FIELDS} if agent.get("usageReported") else None
     return {
         "example_id": w.index, "rollout_id": rid, "episode_id": episode_public_id(run_id, w.index, e.index),
-        "task": w.task_id, "reward": _reward(e, outcome),
-        "task_passed": None if outcome == "unverified" else outcome == "pass", "task_outcome": outcome,
+        "task": w.task_id, "reward": _reward(e, outcome, stop),
+        "task_passed": None if outcome == "unverified" or stop in FAILURE_KINDS else outcome == "pass",
+        "task_outcome": outcome,
         "is_completed": e.status == EpisodeStatus.COMPLETED and bool(e.terminated), "is_truncated": stop == "max_steps",
         "stop_condition": stop, "verifiers": list(e.verifiers or []), "error": e.error or None,
-        "seed": e.seed, "steps": e.steps, "usage": agent.get("usage") if agent.get("usageReported") else None,
-        "endpoint_ms": agent.get("endpointMs"),
+        "seed": e.seed, "steps": e.steps, "usage": usage, "usage_missing_steps": int(agent.get("usageMissingSteps") or 0),
+        "endpoint_ms": agent.get("endpointMs"), "retry_ms": agent.get("retryMs"),
+        "retry_after_ms": agent.get("retryAfterMs"), "tool_call_errors": dict(agent.get("toolCallErrors") or {}),
         "transcript_url": f"/evaluations/run/{run_id}/transcripts/{rid}" if e.transcript else None,
     }
 
@@ -120,7 +144,8 @@ def _not_run(run_id, w, index: int) -> dict:
             "task": w.task_id, "reward": 0.0, "task_passed": False, "task_outcome": "error", "is_completed": False,
             "is_truncated": False, "stop_condition": "cancelled", "verifiers": [],
             "error": "not run: the run was cancelled", "seed": w.seed_for(index), "steps": 0, "usage": None,
-            "endpoint_ms": None, "transcript_url": None}
+            "usage_missing_steps": 0, "endpoint_ms": None, "retry_ms": None, "retry_after_ms": None,
+            "tool_call_errors": {}, "transcript_url": None}
 
 
 def _current(evaluation: Evaluation, recorded: set) -> tuple[str | None, str | None]:
@@ -136,30 +161,75 @@ def _current(evaluation: Evaluation, recorded: set) -> tuple[str | None, str | N
 
 
 def _sum(rows: list[dict]) -> dict:
-    usage = dict.fromkeys(USAGE_KEYS, 0)
-    reported = False
+    usage = dict.fromkeys(USAGE_FIELDS)
     for r in rows:
-        if r["usage"]:
-            reported = True
-            for k in USAGE_KEYS:
-                usage[k] += int(r["usage"].get(k) or 0)
+        for k, v in (r["usage"] or {}).items():
+            if v is not None:
+                usage[k] = (usage[k] or 0) + v
+    missing = sum(r["usage_missing_steps"] for r in rows)
     steps = sum(r["steps"] for r in rows)
     endpoint = round(sum(r["endpoint_ms"] or 0 for r in rows), 3)
     return {"rollouts": len(rows), "passed": sum(r["task_passed"] is True for r in rows),
-            "unverified": sum(r["task_outcome"] == "unverified" for r in rows), "steps": steps,
-            **(usage if reported else dict.fromkeys(USAGE_KEYS)), "endpoint_ms": endpoint,
-            "endpoint_ms_per_step": round(endpoint / steps, 3) if steps else None}
+            "unverified": sum(r["task_outcome"] == "unverified" for r in rows), "steps": steps, **usage,
+            "usage_missing_steps": missing, "usage_partial": bool(missing) and any(r["usage"] for r in rows),
+            "endpoint_ms": endpoint, "endpoint_ms_per_step": round(endpoint / steps, 3) if steps else None,
+            "retry_ms": round(sum(r["retry_ms"] or 0 for r in rows), 3),
+            "retry_after_ms": round(sum(r["retry_after_ms"] or 0 for r in rows), 3)}
 
 
 def agent_usage(results: list[dict]) -> dict:
-    """Token usage (as the endpoint reported it; null when it reported none) and endpoint time, for the run and per
-    task: ``{"rollouts", "passed", "unverified", "steps", "prompt_tokens", "completion_tokens", "total_tokens", "endpoint_ms",
-    "endpoint_ms_per_step", "tasks": [{"task", ...same}]}``."""
+    """Token usage (as the endpoint reported it) and endpoint time, for the run and per task: ``{"rollouts",
+    "passed", "unverified", "steps", "prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens",
+    "reasoning_tokens", "usage_missing_steps", "usage_partial", "endpoint_ms", "endpoint_ms_per_step", "retry_ms",
+    "retry_after_ms", "tasks": [{"task", ...same}]}``. A token field is null when no step reported it; cached and
+    reasoning tokens are parts of prompt and completion tokens, never added to them; ``usage_partial``: some steps
+    answered without usage, so the sums cover fewer steps than ran. ``endpoint_ms`` is the time waiting on the
+    answers used, ``retry_ms`` the time lost to failed attempts and backoff (``retry_after_ms`` of it asked for by
+    ``Retry-After``)."""
     ran = [r for r in results if r["stop_condition"] != "cancelled"]
     tasks: dict[str, list[dict]] = {}
     for r in ran:
         tasks.setdefault(r["task"], []).append(r)
     return {**_sum(ran), "tasks": [{"task": t, **_sum(rows)} for t, rows in tasks.items()]}
+
+
+def agent_summary(results: list[dict]) -> dict:
+    """The run's outcome counts, success rate and pass@k / pass^k (:mod:`evaluations.domain.pass_k`).
+
+    ``scored`` rollouts (pass, fail, timeout) make the success rate's denominator (``success_rate_denominator``
+    says so); ``endpoint_failures`` (by kind), ``errors``, ``unverified`` and ``cancelled`` are counted apart.
+    ``pass_k`` uses each task's scored rollouts (a task is one entry of ``task_ids``, its ``example_id``): ``rows``
+    for every k up to the smallest n (null without any scored task; ``tasks_without_scored_rollouts`` counts the
+    tasks left out). ``tool_call_errors`` sums the named unreadable replies over rollouts.
+    """
+    cancelled = [r for r in results if r["stop_condition"] == "cancelled"]
+    ran = [r for r in results if r["stop_condition"] != "cancelled"]
+    scored = [r for r in ran if r["task_outcome"] in ("pass", "fail", "timeout")]
+    passed = sum(r["task_outcome"] == "pass" for r in scored)
+    by_task: dict[int, list[int]] = {r["example_id"]: [0, 0] for r in ran}
+    for r in scored:
+        by_task[r["example_id"]][0] += 1
+        by_task[r["example_id"]][1] += r["task_outcome"] == "pass"
+    tool_errors: dict[str, int] = {}
+    for r in ran:
+        for code, n in r["tool_call_errors"].items():
+            tool_errors[code] = tool_errors.get(code, 0) + n
+    tasks = [(n, c) for n, c in by_task.values() if n]
+    return {
+        "rollouts": len(ran), "scored": len(scored), "passed": passed,
+        "failed": sum(r["task_outcome"] == "fail" for r in scored),
+        "timeouts": sum(r["task_outcome"] == "timeout" for r in scored),
+        "unverified": sum(r["task_outcome"] == "unverified" for r in ran),
+        "endpoint_failures": {kind: sum(r["stop_condition"] == kind for r in ran) for kind in FAILURE_KINDS},
+        "errors": sum(r["task_outcome"] == "error" and r["stop_condition"] not in FAILURE_KINDS for r in ran),
+        "cancelled": len(cancelled),
+        "success_rate": passed / len(scored) if scored else None,
+        "success_rate_ci": list(wilson_interval(passed, len(scored))) if scored else None,
+        "success_rate_denominator": DENOMINATOR,
+        "tool_call_errors": tool_errors,
+        "tasks_without_scored_rollouts": len(by_task) - len(tasks),
+        "pass_k": pass_k_table(tasks) if tasks else None,
+    }
 
 
 def usage_camel(usage: dict) -> dict:
@@ -192,7 +262,8 @@ def evaluation_results(evaluation: Evaluation) -> list[dict]:
 
 
 def status_document(evaluation: Evaluation, *, deliveries: bool = True) -> dict:
-    """The seed-004 status document of an evaluation, with the extensions ``usage``, ``error``, ``warnings``,
+    """The seed-004 status document of an evaluation, with the extensions ``usage``, ``summary``, ``error``,
+    ``warnings``,
     ``dashboard_url`` and (``deliveries``) ``webhook`` with its delivery log. The webhook body is this document
     without ``webhook``, so every attempt sends the same bytes."""
     workloads = list(evaluation.workloads.order_by("index"))
@@ -210,7 +281,7 @@ def status_document(evaluation: Evaluation, *, deliveries: bool = True) -> dict:
         "evaluation_id": evaluation.public_id, "run_output_path": f"outputs/runs/{evaluation.run_id}",
         "evaluations": [{"id": evaluation.public_id, "results": results}],
         "error": evaluation.error_message or None, "warnings": list(evaluation.warnings or []),
-        "usage": agent_usage(results), "dashboard_url": f"{settings.PUBLIC_URL}{evaluation.get_absolute_url()}",
+        "usage": agent_usage(results), "summary": agent_summary(results), "dashboard_url": f"{settings.PUBLIC_URL}{evaluation.get_absolute_url()}",
     }
     if deliveries:
         doc["webhook"] = {"url": evaluation.webhook_url or None, "deliveries": [

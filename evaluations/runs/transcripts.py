@@ -9,11 +9,15 @@ list of typed, timed events, in the manner of Inspect AI's sample transcripts (S
   :mod:`evaluations.agents.observation`, or the raw JSON with ``use_wrapper: false``) and ``screenshot`` (a PNG file
   beside the transcript) when one was sent.
 - ``model``: the bridge's ``trace`` of the endpoint call: ``request`` (key redacted; chat ``messages`` hold only the
-  messages new in this call, ``messages_before`` counts the earlier ones), ``reply``, ``latencyMs``, ``usage``,
-  ``attempts``, ``backoffMs``, ``error``, ``overheadMs``; plus ``predictMs`` as the platform measured it.
+  messages new in this call, ``messages_before`` counts the earlier ones), ``reply``, ``latencyMs`` (waiting on the
+  answer used), ``retryMs`` (failed attempts and backoff; ``backoffMs``, ``retryAfterMs``, ``failures``),
+  ``usage`` (:func:`~evaluations.agents.transport.read_usage`; null: the reply carried none, counted as missing),
+  ``attempts``, ``error``, ``overheadMs``; plus ``predictMs`` as the platform measured it.
 - ``tool``: the call executed (``tool``, ``arguments``), the env's ``result`` and ``error``, ``stepMs``, ``reward``.
-- ``error``: an unusable reply (``kind: invalid_call``), the endpoint staying down (``endpoint``), or the episode
-  breaking (``exception``, with its traceback).
+- ``error``: an unusable reply (``kind: invalid_call`` with its ``code``: ``multiple_tool_calls``,
+  ``unparsed_tool_call``, …, :data:`~evaluations.agents.tools.TOOL_CALL_ERRORS`), the endpoint failing for good
+  (``kind: endpoint`` with ``failure``: ``rate_limited`` or ``endpoint_unavailable``), or the episode breaking
+  (``exception``, with its traceback).
 - ``judge`` (open runs judged by an endpoint): the judge call's ``request``, ``reply``, ``latencyMs``, ``usage``.
 - ``score``: how it ended: ``reward``, ``rawReward``, ``passed`` (null: unverified), ``stopCondition``,
   ``verifiers``, and ``finalState`` (the shop's whole state after the last step; null for MiniWoB).
@@ -39,6 +43,7 @@ from django.core.files.storage import default_storage
 from ..agents.bridge import KEY_ENV, redact
 from ..agents.observation import first_user_message, raw_message, text_of, tool_message
 from ..agents.tools import ENDPOINT_ERROR_TOOL
+from ..agents.transport import USAGE_FIELDS
 from ..choices import EpisodeStatus, StopCondition
 from ..crypto import SecretUnreadable, decrypt
 from ..domain.text import nul_free
@@ -49,7 +54,8 @@ __all__ = ["BRIDGE_SOURCE", "KEY_ENV", "TranscriptRecorder", "is_agent_workload"
 
 #: The endpoint bridge's source (prebuilt/agent-endpoint).
 BRIDGE_SOURCE = "python://evaluations.agents.bridge:EndpointBridge"
-USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+#: Per-step timing sums kept in the rollout summary (ms; see the ``model`` event).
+TIME_KEYS = ("endpointMs", "retryMs", "backoffMs", "retryAfterMs", "bridgeMs", "predictMs", "envMs")
 
 
 def is_agent_workload(workload) -> bool:
@@ -79,6 +85,16 @@ def _png(image: Any) -> bytes:
     return buf.getvalue()
 
 
+def _add_usage(total: dict, usage: dict) -> None:
+    """Add one step's usage into ``total`` field by field; a field the step did not report stays as it was (None
+    until some step reports it). Cached and reasoning tokens are parts of prompt and completion tokens, summed on
+    their own, never added to them."""
+    for k in USAGE_FIELDS:
+        value = usage.get(k)
+        if isinstance(value, int) and not isinstance(value, bool):
+            total[k] = (total[k] or 0) + value
+
+
 def _info(info: Any) -> dict:
     return dict(info) if isinstance(info, dict) else {}
 
@@ -95,9 +111,11 @@ class TranscriptRecorder:
         self.messages_seen = 0
         self.last_info: dict = {}
         self.endpoint_error: str | None = None
-        self.totals: dict[str, Any] = {"toolCalls": 0, "invalidCalls": 0, "actionErrors": 0, "endpointMs": 0.0,
-                                       "bridgeMs": 0.0, "predictMs": 0.0, "envMs": 0.0, "calls": 0,
-                                       "usage": dict.fromkeys(USAGE_KEYS, 0), "usageReported": False}
+        self.endpoint_failure: str | None = None
+        self.totals: dict[str, Any] = {"toolCalls": 0, "invalidCalls": 0, "toolCallErrors": {}, "actionErrors": 0,
+                                       **dict.fromkeys(TIME_KEYS, 0.0), "calls": 0, "retryAfterCount": 0,
+                                       "usage": dict.fromkeys(USAGE_FIELDS), "usageReported": False,
+                                       "usageSteps": 0, "usageMissingSteps": 0}
 
     # -- events ------------------------------------------------------------------------------------
     def _event(self, event_type: str, step: int, **data: Any) -> None:
@@ -133,15 +151,23 @@ class TranscriptRecorder:
         usage = trace.get("usage") if isinstance(trace.get("usage"), dict) else None
         t = self.totals
         t["endpointMs"] += float(trace.get("latencyMs") or 0)
+        t["retryMs"] += float(trace.get("retryMs") or trace.get("backoffMs") or 0)
+        t["backoffMs"] += float(trace.get("backoffMs") or 0)
+        t["retryAfterMs"] += float(trace.get("retryAfterMs") or 0)
+        t["retryAfterCount"] += int(trace.get("retryAfterCount") or 0)
         t["bridgeMs"] += float(trace.get("overheadMs") or 0)
         t["calls"] += int(trace.get("attempts") or 0)
         if usage:
+            _add_usage(t["usage"], usage)
             t["usageReported"] = True
-            for k in USAGE_KEYS:
-                t["usage"][k] += int(usage.get(k) or 0)
+            t["usageSteps"] += 1
+        elif trace.get("reply") is not None:
+            t["usageMissingSteps"] += 1  # an answer without usage: missing, never 0 tokens
         self._event("model", step, protocol=trace.get("protocol"), request=request, reply=trace.get("reply"),
                     latencyMs=trace.get("latencyMs"), usage=usage, attempts=trace.get("attempts"),
-                    backoffMs=trace.get("backoffMs"), error=trace.get("error"), overheadMs=trace.get("overheadMs"),
+                    retryMs=trace.get("retryMs"), backoffMs=trace.get("backoffMs"),
+                    retryAfterMs=trace.get("retryAfterMs"), failures=trace.get("failures") or [],
+                    failure=trace.get("failure"), error=trace.get("error"), overheadMs=trace.get("overheadMs"),
                     predictMs=round(predict_ms, 3))
 
     def on_step(self, step: int, action: Any, obs: Any, reward: float, terminated: bool, truncated: bool, info: Any,
@@ -161,10 +187,14 @@ class TranscriptRecorder:
         tool = call.get("tool")
         if tool == ENDPOINT_ERROR_TOOL:
             self.endpoint_error = str((call.get("arguments") or {}).get("message") or "endpoint error")
-            self._event("error", step, kind="endpoint", message=self.endpoint_error)
+            self.endpoint_failure = "rate_limited" if call.get("failure") == "rate_limited" else "endpoint_unavailable"
+            self._event("error", step, kind="endpoint", failure=self.endpoint_failure, message=self.endpoint_error)
         elif tool is None:
+            code = str(call.get("error_code") or "no_tool_call")
             self.totals["invalidCalls"] += 1
-            self._event("error", step, kind="invalid_call", message=str(call.get("error") or "no tool call"))
+            self.totals["toolCallErrors"][code] = self.totals["toolCallErrors"].get(code, 0) + 1
+            self._event("error", step, kind="invalid_call", code=code,
+                        message=str(call.get("error") or "no tool call"))
         else:
             self.totals["toolCalls"] += 1
         if tool != ENDPOINT_ERROR_TOOL:
@@ -184,7 +214,7 @@ class TranscriptRecorder:
     def _ending(self, fields: dict) -> str:
         info = self.last_info
         if self.endpoint_error:
-            return "endpoint_error"
+            return self.endpoint_failure or "endpoint_unavailable"
         if fields.get("status") == EpisodeStatus.ERROR:
             return "error"
         if info.get("timed_out") or fields.get("stop_condition") == StopCondition.WALL_TIME:
@@ -221,8 +251,9 @@ class TranscriptRecorder:
             fields["error"] = redact(fields["error"], self.key)
         steps = sum(1 for e in self.events if e["type"] == "tool" or (e["type"] == "error" and e["kind"] == "endpoint"))
         summary = {**self.totals, "steps": steps, "ending": ending, "rawReward": raw,
-                   "endpointError": self.endpoint_error, "events": len(self.events)}
-        for k in ("endpointMs", "bridgeMs", "predictMs", "envMs"):
+                   "endpointError": self.endpoint_error, "endpointFailure": self.endpoint_failure,
+                   "events": len(self.events)}
+        for k in TIME_KEYS:
             summary[k] = round(summary[k], 3)
         if judge is not None:
             self._event("judge", steps, **judge)

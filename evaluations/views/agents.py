@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from .. import webhooks
-from ..reports.agents import agent_usage, evaluation_results, rollout_id
+from ..reports.agents import agent_summary, agent_usage, evaluation_results, rollout_id
 from ..choices import ADMIN_ROLES
 from ..models import Evaluation
 from ..runs.transcripts import is_agent_workload
@@ -26,13 +26,16 @@ _SHOT = re.compile(r"^step-\d{3}\.png$")
 
 
 def agent_overview(evaluation: Evaluation) -> dict:
-    """The Overview's agent block: usage and endpoint time per run and task, and the webhook delivery log (empty
-    for an evaluation that is neither on an agent env nor has a webhook)."""
+    """The Overview's agent block: outcome counts (endpoint failures apart), success rate, pass@k / pass^k, usage
+    and endpoint time per run and task, and the webhook delivery log (empty for an evaluation that is neither on an
+    agent env nor has a webhook)."""
     # Decided from the prefetched workloads: other evaluations' pages pay no query for this.
     if not evaluation.webhook_url and not any(is_agent_workload(w) for w in evaluation.workloads.all()):
         return {}
-    usage = agent_usage(evaluation_results(evaluation))
+    results = evaluation_results(evaluation)
+    usage = agent_usage(results)
     return {"agent_usage": usage if usage["rollouts"] else None,
+            "agent_summary": agent_summary(results) if usage["rollouts"] else None,
             "webhook_url": evaluation.webhook_url, "deliveries": list(evaluation.webhook_deliveries.all())}
 
 

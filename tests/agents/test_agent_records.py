@@ -50,9 +50,10 @@ def test_existing_evaluations_get_distinct_run_ids():
 
 
 # ----------------------------------------------------------------- transcripts
-def _action(tool, arguments, *, usage=10, messages=2):
+def _action(tool, arguments, *, usage=10, messages=2, **trace_extra):
     trace = {"protocol": "openai-chat", "latencyMs": 4.0, "overheadMs": 0.5, "attempts": 1, "backoffMs": 0.0,
              "error": None, "usage": {"prompt_tokens": usage, "completion_tokens": 1, "total_tokens": usage + 1},
+             **trace_extra,
              "request": {"method": "POST", "url": "http://x/v1/chat/completions",
                          "headers": {"Authorization": "Bearer ***"},
                          "body": {"messages": [{"role": "user", "content": f"m{i}"} for i in range(messages)]}},
@@ -76,10 +77,18 @@ def test_the_recorder_writes_typed_ordered_events_and_sums_usage(tenant_a, setti
     workload = evaluation.workloads.get()
     rec = TranscriptRecorder(evaluation=evaluation, workload=workload, index=0, key=SECRET)
     rec.on_reset(_obs(0, shot=True), {}, seed=0)
-    rec.on_step(1, json.dumps({"tool": None, "error": "no tool call", "trace": json.loads(_action("x", {}))["trace"]}),
+    cached = {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11, "cached_tokens": 6,
+              "reasoning_tokens": None}
+    first = json.loads(_action("x", {}, attempts=3, retryMs=100.0, backoffMs=90.0, retryAfterMs=80.0,
+                               retryAfterCount=1))["trace"]
+    first["usage"] = cached
+    rec.on_step(1, json.dumps({"tool": None, "error": "no tool call", "error_code": "multiple_tool_calls",
+                               "trace": first}),
                 _obs(1, error="ERROR: no tool call"), 0.0, False, False, {"error": "ERROR: no tool call"},
                 predict_ms=5.0, step_ms=1.0)
-    rec.on_step(2, _action("type_text", {"ref": 4, "text": SECRET}, messages=4), _obs(2), 1.0, True, False,
+    second = json.loads(_action("type_text", {"ref": 4, "text": SECRET}, messages=4))
+    second["trace"]["usage"] = None  # this reply carried no usage: missing, not 0
+    rec.on_step(2, json.dumps(second), _obs(2), 1.0, True, False,
                 {"tool_result": "clicked", "raw_reward": 1.0, "page_ended": True, "is_success": True},
                 predict_ms=5.0, step_ms=2.0)
     fields = rec.finish({"status": EpisodeStatus.COMPLETED, "reward": 1.0, "success": True, "terminated": True,
@@ -88,14 +97,18 @@ def test_the_recorder_writes_typed_ordered_events_and_sums_usage(tenant_a, setti
                                       "detail": fields["verifiers"][0]["detail"]}
     summary = fields["agent"]
     assert (summary["steps"], summary["toolCalls"], summary["invalidCalls"], summary["ending"]) == (2, 1, 1, "page")
-    assert summary["usage"] == {"prompt_tokens": 20, "completion_tokens": 2, "total_tokens": 22}
+    assert summary["usage"] == cached and (summary["usageSteps"], summary["usageMissingSteps"]) == (1, 1)
+    assert summary["toolCallErrors"] == {"multiple_tool_calls": 1}
     assert summary["endpointMs"] == 8.0 and summary["predictMs"] == 10.0
+    assert (summary["retryMs"], summary["backoffMs"], summary["retryAfterMs"], summary["calls"]) == (100, 90, 80, 4)
     text = default_storage.open(fields["transcript"]).read().decode()
     assert SECRET not in text
     events = json.loads(text)["events"]
     assert [e["type"] for e in events] == ["reset", "observation", "model", "error", "tool", "observation", "model",
                                            "tool", "observation", "score"]
     assert [e["step"] for e in events] == [0, 0, 1, 1, 1, 1, 2, 2, 2, 2]
+    assert (events[3]["kind"], events[3]["code"]) == ("invalid_call", "multiple_tool_calls")
+    assert events[2]["retryAfterMs"] == 80.0 and events[6]["usage"] is None
     assert events[1]["text"].startswith("GOAL: Click the button.\nDOM:") and events[1]["screenshot"] == "step-000.png"
     assert events[5]["text"].startswith("ERROR: no tool call\nDOM:")
     second = events[6]["request"]["body"]
@@ -117,7 +130,16 @@ def test_an_endpoint_error_makes_the_rollout_an_error_with_its_reason(tenant_a, 
     fields = rec.finish({"status": EpisodeStatus.COMPLETED, "reward": 0.0, "success": False, "truncated": True,
                          "stop_condition": StopCondition.TIME_LIMIT, "seed": 0})
     assert (fields["status"], fields["stop_condition"], fields["error"]) == ("error", "error", message)
-    assert fields["agent"]["ending"] == "endpoint_error" and fields["verifiers"][0]["passed"] is False
+    assert fields["agent"]["ending"] == "endpoint_unavailable" and fields["verifiers"][0]["passed"] is False
+    rec = TranscriptRecorder(evaluation=evaluation, workload=evaluation.workloads.get(), index=1)
+    rec.on_reset(_obs(0), {}, seed=0)
+    rec.on_step(1, json.dumps({"tool": "__endpoint_error__", "failure": "rate_limited",
+                               "arguments": {"message": "rate limited: HTTP 429"}}), _obs(1), 0.0, False, True,
+                {"endpoint_error": "rate limited: HTTP 429"}, predict_ms=1.0, step_ms=1.0)
+    fields = rec.finish({"status": EpisodeStatus.COMPLETED, "reward": 0.0, "success": False, "truncated": True,
+                         "stop_condition": StopCondition.TIME_LIMIT, "seed": 0})
+    assert (fields["agent"]["ending"], fields["agent"]["endpointFailure"]) == ("rate_limited", "rate_limited")
+    assert fields["error"] == "rate limited: HTTP 429"
 
 
 # ----------------------------------------------------------------- webhooks

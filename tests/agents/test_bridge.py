@@ -110,7 +110,9 @@ def test_it_solves_over_chat_with_tools_and_keeps_the_conversation(monkeypatch, 
     assert [t["function"]["name"] for t in body["tools"]] == ["click", "wait", "finish"]
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert body["messages"][1]["content"] == f'GOAL: Click on the "Ok" button.\nDOM:\n{DOM}'
-    assert set(trace["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"}
+    assert set(trace["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens",
+                                   "reasoning_tokens"}
+    assert (trace["usage"]["cached_tokens"], trace["usage"]["reasoning_tokens"]) == (None, None)  # not sent: unknown
     assert trace["attempts"] == 1 and trace["error"] is None and trace["latencyMs"] > 0
     second = act(b, obs(step=1, error="ERROR: no element with ref 9"))
     messages = second["trace"]["request"]["body"]["messages"]
@@ -153,34 +155,67 @@ def test_screenshots_go_as_images_but_traces_keep_a_placeholder(monkeypatch, scr
     assert len(json.dumps(action)) < 3000
 
 
+def call(name: str, arguments: str, id: str = "c1") -> dict:  # noqa: A002 - OpenAI's key
+    return {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
 def test_a_reply_without_a_usable_call_is_a_null_tool(monkeypatch, scripted):
     b = bridge(monkeypatch, url=scripted.url)
     scripted.handler.replies.put((200, {}, completion(content="I am not sure what to do.", usage=False)))
     action = act(b, obs())
-    assert action["tool"] is None and action["error"].startswith("no tool call in the reply")
-    assert action["trace"]["usage"] is None
-    calls = [{"id": "a", "type": "function", "function": {"name": "click", "arguments": '{"ref": "x"}'}},
-             {"id": "b", "type": "function", "function": {"name": "finish", "arguments": "{}"}}]
-    scripted.handler.replies.put((200, {}, completion(tool_calls=calls)))
+    assert (action["tool"], action["error_code"]) == (None, "no_tool_call")
+    assert action["error"].startswith("no tool call in the reply") and action["trace"]["usage"] is None
+    scripted.handler.replies.put((200, {}, completion(tool_calls=[call("click", '{"ref": "x"}')])))
     action = act(b, obs(step=1))
-    assert action == {**action, "tool": None, "error": "click: argument 'ref' must be an integer, got \"x\""}
-    scripted.handler.replies.put((200, {}, completion(content='{"tool": "finish", "arguments": {}}')))
-    messages = act(b, obs(step=2))["trace"]["request"]["body"]["messages"]
+    assert action == {**action, "tool": None, "error": "click: argument 'ref' must be an integer, got \"x\"",
+                      "error_code": "invalid_tool_call"}
+    scripted.handler.replies.put((200, {}, completion(tool_calls=[call("click", '{"ref": 3')])))
+    assert act(b, obs(step=2))["error_code"] == "unparsed_tool_call"
+    calls = [call("click", '{"ref": 3}', "a"), call("finish", "{}", "b")]
+    scripted.handler.replies.put((200, {}, completion(tool_calls=calls)))
+    action = act(b, obs(step=3))
+    assert (action["tool"], action["error_code"]) == (None, "multiple_tool_calls")  # neither call was executed
+    scripted.handler.replies.put((200, {}, completion(tool_calls=[call("finish", "{}")])))
+    messages = act(b, obs(step=4))["trace"]["request"]["body"]["messages"]
     assert [(m["role"], m.get("tool_call_id")) for m in messages[-2:]] == [("tool", "a"), ("tool", "b")]
     assert messages[-1]["content"].startswith("ERROR: only one tool call per turn")
+
+
+def test_a_call_in_the_text_or_the_reasoning_is_refused_by_name(monkeypatch, scripted):
+    replies = scripted.handler.replies
+    text_call = '{"tool": "click", "arguments": {"ref": 3}}'
+    replies.put((200, {}, completion(content=f"I will click. {text_call}")))
+    reasoning = completion(content="Done thinking.")
+    reasoning["choices"][0]["message"]["reasoning_content"] = f"The call is {text_call}"
+    replies.put((200, {}, reasoning))
+    b = bridge(monkeypatch, url=scripted.url)  # tools sent as definitions: the call belongs in tool_calls
+    first, second = act(b, obs()), act(b, obs(episode="ep-2"))
+    assert (first["tool"], first["error_code"]) == (None, "tool_call_in_content")
+    assert (second["tool"], second["error_code"]) == (None, "tool_call_in_reasoning")
+    assert second["trace"]["reply"]["reasoning"].startswith("The call is")
+    replies.put((200, {}, reasoning))
+    replies.put((200, {}, completion(content=text_call)))
+    text = bridge(monkeypatch, url=scripted.url, send_tool_definitions=False)  # tools in the prompt: text is read
+    assert act(text, obs())["error_code"] == "tool_call_in_reasoning"
+    assert act(text, obs(episode="ep-2"))["tool"] == "click"
 
 
 def test_retries_honour_retry_after_then_succeed(monkeypatch, scripted):
     replies = scripted.handler.replies
     replies.put((429, {"Retry-After": "1"}, {"error": {"message": "slow down"}}))
     replies.put((503, {}, {"error": {"message": "busy"}}))
-    replies.put((200, {}, completion(content='{"tool": "wait", "arguments": {"ms": 5}}')))
+    replies.put((200, {}, completion(tool_calls=[call("wait", '{"ms": 5}')])))
     action = act(bridge(monkeypatch, url=scripted.url), obs())
     seen = scripted.handler.seen
     assert action["tool"] == "wait" and action["trace"]["attempts"] == 3 and action["trace"]["error"] is None
     assert seen[1]["t"] - seen[0]["t"] >= 0.95  # Retry-After: 1
     assert 0.08 <= seen[2]["t"] - seen[1]["t"] < 0.9  # no header: backoff 0.05 * 2
-    assert action["trace"]["backoffMs"] == pytest.approx(1100, abs=1)
+    trace = action["trace"]
+    assert trace["backoffMs"] == pytest.approx(1100, abs=1) and trace["retryAfterMs"] == 1000
+    assert trace["retryAfterCount"] == 1 and [f["status"] for f in trace["failures"]] == [429, 503]
+    # The step's endpoint time splits into the answer that was used and the time lost to retries.
+    assert trace["retryMs"] == pytest.approx(trace["backoffMs"] + trace["failedMs"], abs=0.01)
+    assert 0 < trace["latencyMs"] < 900 and trace["failure"] is None
 
 
 def test_after_the_last_retry_the_action_is_an_endpoint_error(monkeypatch, scripted):
@@ -193,13 +228,20 @@ def test_after_the_last_retry_the_action_is_an_endpoint_error(monkeypatch, scrip
     scripted.handler.replies.put((401, {}, {"error": {"message": "bad key"}}))
     action = act(bridge(monkeypatch, url=scripted.url), obs())
     assert action["tool"] == "__endpoint_error__" and action["trace"]["attempts"] == 1  # 4xx: no retry
+    assert action["failure"] == "endpoint_unavailable"
+    for _ in range(3):
+        scripted.handler.replies.put((429, {"Retry-After": "0.05"}, {"error": {"message": "quota"}}))
+    action = act(bridge(monkeypatch, url=scripted.url), obs())
+    assert (action["failure"], action["trace"]["failure"], action["trace"]["attempts"]) == ("rate_limited",) * 2 + (3,)
+    assert action["arguments"]["message"].startswith("rate limited: HTTP 429")
+    assert action["trace"]["retryAfterCount"] == 2 and action["trace"]["latencyMs"] == 0
 
 
 def test_the_key_is_sent_but_never_returned(monkeypatch, scripted):
     echo = completion(content=f'{{"tool": "finish", "arguments": {{"reason": "key {KEY}"}}}}')
     scripted.handler.replies.put((200, {}, echo))
     scripted.handler.replies.put((200, {}, {"tool": "finish", "arguments": {"reason": KEY}}))
-    text = bridge(monkeypatch, url=scripted.url).predict(obs())
+    text = bridge(monkeypatch, url=scripted.url, send_tool_definitions=False).predict(obs())
     assert scripted.handler.seen[0]["headers"]["authorization"] == f"Bearer {KEY}"
     assert KEY not in text and json.loads(text)["arguments"]["reason"] == "key ***"
     text = bridge(monkeypatch, url=scripted.url, use_openai_chat=False).predict(obs())
@@ -242,7 +284,7 @@ def test_retry_after_reads_seconds_and_http_dates():
     assert retry_after_seconds("soon") is None
     assert 8 <= retry_after_seconds(formatdate(time.time() + 10, usegmt=True)) <= 10
     slept = []
-    errors = iter([EndpointError("x", retryable=True, retry_after=99), EndpointError("y", retryable=True)])
+    errors = iter([EndpointError("x", retryable=True, retry_after=2, status=429), EndpointError("y", retryable=True)])
 
     def send():
         err = next(errors, None)
@@ -252,7 +294,14 @@ def test_retry_after_reads_seconds_and_http_dates():
 
     cfg = EndpointConfig(url="http://x", max_retries=3, backoff_seconds=0.5, max_backoff_seconds=30)
     reply, stats = call_with_retries(send, cfg, sleep=slept.append)
-    assert reply.status == 200 and stats["attempts"] == 3 and slept == [30, 1.0]
+    assert reply.status == 200 and stats["attempts"] == 3 and slept == [2, 1.0]
+    assert (stats["retryAfterMs"], stats["retryAfterCount"], stats["backoffMs"]) == (2000, 1, 3000)
+    # A Retry-After beyond the bridge's cap is honoured by stopping, never by calling back early.
+    slept.clear()
+    reply, stats = call_with_retries(lambda: (_ for _ in ()).throw(
+        EndpointError("HTTP 429: slow", retryable=True, retry_after=99, status=429)), cfg, sleep=slept.append)
+    assert reply is None and slept == [] and stats["attempts"] == 1 and stats["failure"] == "rate_limited"
+    assert "Retry-After 99 s is longer than the bridge waits, 30 s" in stats["error"] and stats["latencyMs"] == 0
 
 
 def test_a_reply_that_is_not_a_chat_completion_is_an_endpoint_error(monkeypatch, scripted):

@@ -73,8 +73,24 @@ def test_it_reads_openai_tool_calls():
     calls = [{"id": "c1", "type": "function", "function": {"name": "type_text",
                                                            "arguments": '{"ref": 4, "text": "hi"}'}},
              {"id": "c2", "type": "function", "function": {"name": "click", "arguments": '{"ref": 7}'}}]
-    assert from_openai_tool_calls(calls) == ToolCall("type_text", {"ref": 4, "text": "hi"})
+    assert from_openai_tool_calls(calls[:1]) == ToolCall("type_text", {"ref": 4, "text": "hi"})
     assert from_openai_tool_calls([{"function": {"name": "finish", "arguments": ""}}]) == ToolCall("finish", {})
+    with pytest.raises(ToolCallError, match="2 tool calls in one reply \\(type_text, click\\); none was executed") as exc:
+        from_openai_tool_calls(calls)
+    assert exc.value.code == "multiple_tool_calls"
+
+
+@pytest.mark.parametrize("reply, code", [
+    ("I am not sure.", "no_tool_call"),
+    ('{"tool": "click", "arguments": {ref: 5}}', "unparsed_tool_call"),
+    ('{"tool": "click", "arguments": "{ref: 5}"}', "unparsed_tool_call"),
+    ('{"tool": "click", "arguments": {"ref": 5}} and {"tool": "finish"}', "multiple_tool_calls"),
+    ('{"tool": "fly", "arguments": {}}', "invalid_tool_call"),
+])
+def test_every_unusable_reply_text_has_a_named_code(reply, code):
+    with pytest.raises(ToolCallError) as exc:
+        from_reply_text(reply)
+    assert exc.value.code == code
 
 
 def test_it_reads_a_json_tool_call_from_reply_text():

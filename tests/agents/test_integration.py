@@ -66,7 +66,9 @@ def test_reference_agent_solves_its_tasks_over_every_protocol(procs, reference_a
             trace = json.loads(step["action"])["trace"]
             assert trace["protocol"] == ("http-agent" if protocol == "http-agent" else "openai-chat")
             assert trace["attempts"] == 1 and trace["error"] is None
-            assert set(trace["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"}
+            assert set(trace["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens",
+                                           "reasoning_tokens"}
+            assert trace["usage"]["total_tokens"] > 0 and trace["retryMs"] == 0
             assert trace["request"]["headers"] == {"Authorization": "Bearer ***"}
             assert SECRET not in step["action"] and SECRET not in json.dumps(step["info"])
 

@@ -301,10 +301,15 @@ def test_live_progress_names_the_rollout_running_now(api):
     assert progress["current_task_id"] == "miniwob.login-user" and progress["current_episode_id"].startswith("ep_")
 
 
+ENDPOINT_DOWN = {"status": EpisodeStatus.ERROR, "reward": None, "success": None, "stop_condition": StopCondition.ERROR,
+                 "error": "endpoint unavailable: HTTP 503", "agent": {"ending": "endpoint_error"}}
+RATE_LIMITED = {**ENDPOINT_DOWN, "error": "rate limited: HTTP 429",
+                "agent": {"ending": "rate_limited", "endpointFailure": "rate_limited", "endpointError": "rate limited"}}
+BROKEN = {**ENDPOINT_DOWN, "error": "RuntimeError: the env died", "agent": {"ending": "error"}}
 OUTCOMES = [
-    ({"status": EpisodeStatus.ERROR, "reward": None, "success": None, "stop_condition": StopCondition.ERROR,
-      "error": "endpoint unavailable: HTTP 503", "agent": {"ending": "endpoint_error"}},
-     ("error", "error", False, False)),
+    (ENDPOINT_DOWN, ("error", "endpoint_unavailable", False, False)),
+    (RATE_LIMITED, ("error", "rate_limited", False, False)),
+    (BROKEN, ("error", "error", False, False)),
     ({"reward": 0.0, "success": False, "terminated": False, "truncated": True, "stop_condition": StopCondition.MAX_STEPS,
       "agent": {"ending": "max_steps"}}, ("fail", "max_steps", True, False)),
     ({"reward": 0.0, "success": False, "terminated": True, "agent": {"ending": "timeout"}},
@@ -314,13 +319,69 @@ OUTCOMES = [
 ]
 
 
-@pytest.mark.parametrize(("fields", "expected"), OUTCOMES, ids=["endpoint-error", "max-steps", "timeout", "fail"])
+@pytest.mark.parametrize(("fields", "expected"), OUTCOMES,
+                         ids=["endpoint-down", "rate-limited", "broken", "max-steps", "timeout", "fail"])
 def test_rollouts_map_to_the_seeds_outcomes(api, fields, expected):
     data = submit(api)
     add_episode(Evaluation.objects.get(run_id=data["run_id"]), 0, 0, **fields)
-    (r,) = api.get(f"/agents/evaluations/run/{data['run_id']}/status").json()["evaluations"][0]["results"]
+    doc = api.get(f"/agents/evaluations/run/{data['run_id']}/status").json()
+    (r,) = doc["evaluations"][0]["results"]
     assert (r["task_outcome"], r["stop_condition"], r["is_truncated"], r["is_completed"]) == expected
-    assert r["task_passed"] is False and r["reward"] == 0.0
+    if r["stop_condition"] in ("rate_limited", "endpoint_unavailable"):
+        # Nothing was measured: no verdict, no reward, and the summary counts it apart from failures.
+        assert (r["task_passed"], r["reward"]) == (None, None)
+        summary = doc["summary"]
+        assert summary["endpoint_failures"][r["stop_condition"]] == 1 and summary["scored"] == 0
+        assert (summary["failed"], summary["errors"], summary["success_rate"], summary["pass_k"]) == (0, 0, None, None)
+    else:
+        assert r["task_passed"] is False and r["reward"] == 0.0
+
+
+def test_the_summary_has_pass_at_k_and_pass_hat_k_over_tasks_and_leaves_endpoint_failures_out(api):
+    data = submit(api, rollouts_per_example=4)
+    evaluation = Evaluation.objects.get(run_id=data["run_id"])
+    fail = {"reward": 0.0, "success": False, "agent": {"ending": "page", "usageReported": True, "usageMissingSteps": 1,
+            "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55, "cached_tokens": 40,
+                      "reasoning_tokens": None}, "toolCallErrors": {"multiple_tool_calls": 2}}}
+    # Task 0: pass, pass, fail, rate limited (n = 3 scored, c = 2); task 1: pass, fail, fail, fail (n = 4, c = 1).
+    for index, fields in enumerate([{}, {}, fail, RATE_LIMITED]):
+        add_episode(evaluation, 0, index, **fields)
+    for index, fields in enumerate([{}, fail, fail, fail]):
+        add_episode(evaluation, 1, index, **fields)
+    doc = api.get(f"/agents/evaluations/run/{data['run_id']}/status").json()
+    summary = doc["summary"]
+    assert (summary["rollouts"], summary["scored"], summary["passed"], summary["failed"]) == (8, 7, 3, 4)
+    assert summary["endpoint_failures"] == {"rate_limited": 1, "endpoint_unavailable": 0}
+    assert summary["success_rate"] == pytest.approx(3 / 7) and summary["tool_call_errors"] == {"multiple_tool_calls": 8}
+    table = summary["pass_k"]
+    assert (table["tasks"], table["min_rollouts"], table["max_rollouts"]) == (2, 3, 4)
+    assert [row["k"] for row in table["rows"]] == [1, 2, 3]  # never k = 4: task 0 has 3 scored rollouts
+    k2 = table["rows"][1]
+    assert k2["pass_at_k"] == pytest.approx(((1 - 0 / 3) + (1 - 3 / 6)) / 2)  # 1 − C(1,2)/C(3,2), 1 − C(3,2)/C(4,2)
+    assert k2["pass_hat_k"] == pytest.approx((1 / 3 + 0) / 2)  # C(2,2)/C(3,2), C(1,2)/C(4,2)
+    assert 0 <= k2["pass_at_k_ci"][0] <= k2["pass_at_k"] <= k2["pass_at_k_ci"][1] <= 1
+    # Usage: cached is a part of prompt (summed apart, never added); a missing usage is counted, not zero.
+    usage = doc["usage"]
+    assert (usage["prompt_tokens"], usage["cached_tokens"], usage["total_tokens"]) == (100 * 3 + 50 * 4, 160, 110 * 3 + 55 * 4)
+    assert (usage["reasoning_tokens"], usage["usage_missing_steps"], usage["usage_partial"]) == (None, 4, True)
+    # /v1 scores carry the same table per task group (one task each: no interval) and per model (two tasks).
+    scores = api.get(f"/v1/evaluations/{evaluation.public_id}/scores?groupBy=model").json()
+    (group,) = scores["groups"]
+    assert group["passAtK"]["rows"][1]["passAtK"] == pytest.approx(k2["pass_at_k"])
+    assert group["passAtK"]["rows"][2]["passHatKCi"] is not None
+    tasks = api.get(f"/v1/evaluations/{evaluation.public_id}/scores?groupBy=task").json()["groups"]
+    assert [g["passAtK"]["minRollouts"] for g in tasks] == [3, 4] and tasks[0]["passAtK"]["rows"][0]["passAtKCi"] is None
+
+
+def test_scores_have_no_pass_at_k_with_one_rollout_per_task(api):
+    data = submit(api)
+    evaluation = Evaluation.objects.get(run_id=data["run_id"])
+    add_episode(evaluation, 0, 0)
+    add_episode(evaluation, 1, 0)
+    (group,) = api.get(f"/v1/evaluations/{evaluation.public_id}/scores?groupBy=model").json()["groups"]
+    assert "passAtK" not in group and group["successRate"] == 1.0
+    table = api.get(f"/agents/evaluations/run/{data['run_id']}/status").json()["summary"]["pass_k"]
+    assert [row["k"] for row in table["rows"]] == [1]
 
 
 def test_a_rollouts_transcript_is_linked_and_readable(api):

@@ -96,3 +96,33 @@ def test_settings_shows_and_rotates_the_webhook_secret_for_admins(web, tenant_a,
     client.login(username="mia", password="pw-mia")
     assert tenant_a.org.webhook_secret not in client.get("/settings").content.decode()
     assert client.post("/settings/webhook-secret/rotate").status_code == 403
+
+
+def test_the_run_page_shows_pass_at_k_and_counts_endpoint_failures_apart(web, tenant_a, settings):
+    settings.RLMESH_AGENT_ALLOW_PRIVATE_TARGETS = True
+    plan = plan_agent_run({"env_id": "miniwob", "model": "my-agent", "task_ids": ["miniwob.click-test",
+                                                                                  "miniwob.click-button"],
+                           "rollouts_per_example": 3, "endpoint": {"url": "http://127.0.0.1:9"}},
+                          organization=tenant_a.org)
+    evaluation = create_evaluation(plan=plan, raw_body="{}", organization=tenant_a.org, creator=tenant_a.user)
+    usage = {"prompt_tokens": 40, "completion_tokens": 5, "total_tokens": 45, "cached_tokens": 30,
+             "reasoning_tokens": 2}
+    ok = {"status": EpisodeStatus.COMPLETED, "reward": 1.0, "success": True, "steps": 2, "terminated": True,
+          "stop_condition": StopCondition.TERMINATED,
+          "agent": {"ending": "finish", "usageReported": True, "usage": usage, "usageMissingSteps": 1,
+                    "endpointMs": 10.0, "retryMs": 250.0, "retryAfterMs": 200.0}}
+    bad = {**ok, "reward": 0.0, "success": False}
+    limited = {"status": EpisodeStatus.ERROR, "steps": 1, "stop_condition": StopCondition.ERROR,
+               "error": "rate limited: HTTP 429", "agent": {"ending": "rate_limited", "endpointFailure": "rate_limited",
+                                                            "endpointError": "rate limited: HTTP 429"}}
+    for w, rows in enumerate([[ok, bad, bad], [ok, ok, limited]]):
+        workload = evaluation.workloads.get(index=w)
+        for index, fields in enumerate(rows):
+            Episode.objects.create(evaluation=evaluation, workload=workload, index=index, seed=index, **fields)
+    page = web.get(f"/evaluations/{evaluation.public_id}").content.decode()
+    assert 'id="agent-pass-k"' in page and '<tr data-k="2">' in page and 'data-k="3"' not in page  # min n = 2
+    # k = 2: task 1: 1 − C(2,2)/C(3,2) = 2/3, task 2: 1 → 0.833; pass^2: 0 and 1 → 0.500.
+    assert '<td class="pass-at-k">0.833</td>' in page and '<td class="pass-hat-k">0.500</td>' in page
+    assert "1 rate limited, 0 endpoint unavailable" in page and "<strong>3/5</strong> scored rollouts passed" in page
+    assert 'id="agent-cached-tokens">150<' in page and "partial: 5 steps answered without usage" in page
+    assert 'id="agent-retry-ms">1250 ms<' in page

@@ -16,9 +16,15 @@ class AgentProgressSerializer(serializers.Serializer):
 
 
 class AgentTokenUsageSerializer(serializers.Serializer):
+    """Tokens as the endpoint reported them, summed over the steps that reported each field (null: none did)."""
+
     prompt_tokens = serializers.IntegerField(allow_null=True)
     completion_tokens = serializers.IntegerField(allow_null=True)
     total_tokens = serializers.IntegerField(allow_null=True)
+    cached_tokens = serializers.IntegerField(allow_null=True, help_text=(
+        "usage.prompt_tokens_details.cached_tokens: a part of prompt_tokens, never added to it"))
+    reasoning_tokens = serializers.IntegerField(allow_null=True, help_text=(
+        "usage.completion_tokens_details.reasoning_tokens: a part of completion_tokens"))
 
 
 class AgentVerifierSerializer(serializers.Serializer):
@@ -33,7 +39,8 @@ class AgentVerifierSerializer(serializers.Serializer):
 
 
 #: The seed-004 words (the /v1 episodes use ``choices.StopCondition``; both named in ENUM_NAME_OVERRIDES).
-AGENT_STOP_CONDITIONS = ("terminal_action", "max_steps", "timeout", "error", "cancelled")
+AGENT_STOP_CONDITIONS = ("terminal_action", "max_steps", "timeout", "error", "cancelled", "rate_limited",
+                         "endpoint_unavailable")
 AGENT_OUTCOMES = ("pass", "fail", "error", "timeout", "unverified")
 
 
@@ -49,13 +56,25 @@ class AgentResultSerializer(serializers.Serializer):
     task_outcome = serializers.ChoiceField(choices=AGENT_OUTCOMES)
     is_completed = serializers.BooleanField(help_text="the environment ended the episode")
     is_truncated = serializers.BooleanField(help_text="the step cap ended it")
-    stop_condition = serializers.ChoiceField(choices=AGENT_STOP_CONDITIONS)
+    stop_condition = serializers.ChoiceField(choices=AGENT_STOP_CONDITIONS, help_text=(
+        "rate_limited / endpoint_unavailable (extensions): the endpoint kept answering 429, or 5xx / timeouts / "
+        "refused connections, until the bridge's retries ran out; not the agent's failure (task_passed null)"))
     verifiers = AgentVerifierSerializer(many=True)
     error = serializers.CharField(allow_null=True)
     seed = serializers.IntegerField(help_text="extension: the episode seed")
     steps = serializers.IntegerField(help_text="extension")
-    usage = AgentTokenUsageSerializer(allow_null=True, help_text="extension: tokens the endpoint reported, summed")
-    endpoint_ms = serializers.FloatField(allow_null=True, help_text="extension: endpoint latency summed over steps")
+    usage = AgentTokenUsageSerializer(allow_null=True, help_text="extension: tokens the endpoint reported, summed; "
+                                                                 "null when no step's reply carried usage")
+    usage_missing_steps = serializers.IntegerField(help_text="extension: steps whose reply carried no usage")
+    endpoint_ms = serializers.FloatField(allow_null=True, help_text=(
+        "extension: time waiting on the endpoint's answers that were used, summed over steps"))
+    retry_ms = serializers.FloatField(allow_null=True, help_text=(
+        "extension: time lost to failed attempts and backoff between retries, summed over steps"))
+    retry_after_ms = serializers.FloatField(allow_null=True, help_text="extension: the part of the backoff the "
+                                                                       "endpoint asked for with Retry-After")
+    tool_call_errors = serializers.DictField(child=serializers.IntegerField(), help_text=(
+        "extension: unreadable replies by name (no_tool_call, unparsed_tool_call, multiple_tool_calls, "
+        "tool_call_in_content, tool_call_in_reasoning, invalid_tool_call)"))
     transcript_url = serializers.CharField(allow_null=True, help_text="extension: relative to /agents")
 
 
@@ -69,8 +88,12 @@ class AgentUsageTotalsSerializer(AgentTokenUsageSerializer):
     passed = serializers.IntegerField()
     unverified = serializers.IntegerField(help_text="rollouts without a verdict (open runs with no verifiers or judge)")
     steps = serializers.IntegerField()
+    usage_missing_steps = serializers.IntegerField(help_text="steps whose reply carried no usage")
+    usage_partial = serializers.BooleanField(help_text="the token sums cover fewer steps than ran")
     endpoint_ms = serializers.FloatField()
     endpoint_ms_per_step = serializers.FloatField(allow_null=True)
+    retry_ms = serializers.FloatField()
+    retry_after_ms = serializers.FloatField()
 
 
 class AgentTaskUsageSerializer(AgentUsageTotalsSerializer):
@@ -79,6 +102,51 @@ class AgentTaskUsageSerializer(AgentUsageTotalsSerializer):
 
 class AgentUsageSerializer(AgentUsageTotalsSerializer):
     tasks = AgentTaskUsageSerializer(many=True)
+
+
+class AgentPassKRowSerializer(serializers.Serializer):
+    k = serializers.IntegerField()
+    pass_at_k = serializers.FloatField(help_text="mean over tasks of 1 − C(n−c, k)/C(n, k) (Chen et al. 2021)")
+    pass_at_k_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, min_length=2, max_length=2,
+                                         help_text="95% percentile bootstrap over tasks; null under 2 tasks")
+    pass_hat_k = serializers.FloatField(help_text="mean over tasks of C(c, k)/C(n, k) (τ-bench)")
+    pass_hat_k_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, min_length=2,
+                                          max_length=2)
+
+
+class AgentPassKSerializer(serializers.Serializer):
+    tasks = serializers.IntegerField()
+    min_rollouts = serializers.IntegerField(help_text="the smallest n: k goes up to it, never beyond")
+    max_rollouts = serializers.IntegerField()
+    confidence = serializers.FloatField()
+    interval = serializers.CharField()
+    rows = AgentPassKRowSerializer(many=True)
+
+
+class AgentEndpointFailuresSerializer(serializers.Serializer):
+    rate_limited = serializers.IntegerField()
+    endpoint_unavailable = serializers.IntegerField()
+
+
+class AgentSummarySerializer(serializers.Serializer):
+    """Outcome counts, the success rate and pass@k / pass^k (docs/using/agent-metrics.md)."""
+
+    rollouts = serializers.IntegerField(help_text="rollouts that ran")
+    scored = serializers.IntegerField(help_text="pass + fail + timeout: the success rate's denominator")
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    timeouts = serializers.IntegerField()
+    unverified = serializers.IntegerField()
+    endpoint_failures = AgentEndpointFailuresSerializer(help_text="rollouts the endpoint ended; not in the rate")
+    errors = serializers.IntegerField(help_text="other errors (the env or the platform broke); not in the rate")
+    cancelled = serializers.IntegerField()
+    success_rate = serializers.FloatField(allow_null=True)
+    success_rate_ci = serializers.ListField(child=serializers.FloatField(), allow_null=True, min_length=2,
+                                            max_length=2, help_text="95% Wilson interval")
+    success_rate_denominator = serializers.CharField()
+    tool_call_errors = serializers.DictField(child=serializers.IntegerField())
+    tasks_without_scored_rollouts = serializers.IntegerField()
+    pass_k = AgentPassKSerializer(allow_null=True, help_text="null when no task has a scored rollout")
 
 
 class AgentDeliverySerializer(serializers.Serializer):
@@ -97,8 +165,8 @@ class AgentWebhookSerializer(serializers.Serializer):
 
 
 class StatusDocumentSerializer(serializers.Serializer):
-    """A run's status (seed 004) with the extensions ``usage``, ``error``, ``warnings``, ``dashboard_url`` and
-    ``webhook``."""
+    """A run's status (seed 004) with the extensions ``usage``, ``summary``, ``error``, ``warnings``,
+    ``dashboard_url`` and ``webhook``."""
 
     run_id = serializers.UUIDField()
     status = serializers.ChoiceField(choices=["QUEUED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"])
@@ -113,6 +181,7 @@ class StatusDocumentSerializer(serializers.Serializer):
     error = serializers.CharField(allow_null=True)
     warnings = serializers.ListField(child=serializers.CharField())
     usage = AgentUsageSerializer()
+    summary = AgentSummarySerializer(help_text="extension: outcome counts, success rate, pass@k and pass^k")
     dashboard_url = serializers.CharField()
     webhook = AgentWebhookSerializer(required=False)
 

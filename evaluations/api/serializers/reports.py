@@ -26,6 +26,23 @@ class ScoreGroupKeySerializer(serializers.Serializer):
     perturbation = serializers.CharField(required=False, help_text="`none` when unperturbed")
 
 
+class PassKRowSerializer(serializers.Serializer):
+    k = serializers.IntegerField()
+    passAtK = serializers.FloatField(help_text="mean over tasks of 1 − C(n−c, k)/C(n, k) (Chen et al. 2021)")  # noqa: N815
+    passAtKCi = _interval(allow_null=True, help_text="95% percentile bootstrap over tasks; null under 2 tasks")  # noqa: N815
+    passHatK = serializers.FloatField(help_text="mean over tasks of C(c, k)/C(n, k) (τ-bench)")  # noqa: N815
+    passHatKCi = _interval(allow_null=True)  # noqa: N815
+
+
+class PassKSerializer(serializers.Serializer):
+    tasks = serializers.IntegerField()
+    minRollouts = serializers.IntegerField(help_text="the smallest judged n per task: k goes up to it")  # noqa: N815
+    maxRollouts = serializers.IntegerField()  # noqa: N815
+    confidence = serializers.FloatField()
+    interval = serializers.CharField()
+    rows = PassKRowSerializer(many=True)
+
+
 class ScoreGroupSerializer(serializers.Serializer):
     key = ScoreGroupKeySerializer()
     episodes = serializers.IntegerField(help_text="completed episodes (errored ones are counted in errors only)")
@@ -49,6 +66,8 @@ class ScoreGroupSerializer(serializers.Serializer):
     iqmSuccessRate = serializers.FloatField(required=False, help_text="rollups over ≥ 2 tasks: interquartile mean of "  # noqa: N815
                                                                       "per-task success rates (rliable)")
     iqmSuccessRateCi = _interval(required=False, help_text="its stratified bootstrap 95% interval")  # noqa: N815
+    passAtK = PassKSerializer(required=False, help_text=(  # noqa: N815
+        "when every task of the group has > 1 judged episode: pass@k and pass^k for k = 1 … the smallest n"))
 
 
 class ScoresSerializer(serializers.Serializer):
