@@ -13,6 +13,7 @@ import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx2
 import pytest
 
 from evaluations import webhooks
@@ -213,14 +214,17 @@ def test_the_bridge_refuses_loopback_unless_the_platform_allows_it(monkeypatch, 
             assert trace["error"].startswith(f"refused: {INTERNAL} resolves to {INTERNAL}, which is loopback")
 
 
-def test_public_endpoints_still_work_through_the_checked_connection(net):
+def test_public_endpoints_still_work_through_the_checked_connection_and_no_proxy(net, internal, monkeypatch):
     server = Server(PUBLIC, lambda path: (200, {}, completion("fine")))
     net.names["agent.example.com"] = [PUBLIC]
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):  # a proxy would connect where nothing was checked
+        monkeypatch.setenv(name, f"http://{INTERNAL}:{internal.port}")
     try:
         reply = OpenAIChat(cfg(f"http://agent.example.com:{server.port}")).send(CHAT)
     finally:
         server.stop()
     assert reply.content == "fine" and server.calls[0][1]["host"] == f"agent.example.com:{server.port}"
+    assert internal.calls == []
 
 
 def test_an_error_quotes_only_a_short_labelled_excerpt_of_the_reply(net):
@@ -247,3 +251,60 @@ def test_a_name_with_one_internal_address_among_public_ones_is_refused(net, monk
     with pytest.raises(connect.RefusedTarget, match="resolves to 127.0.0.2"):
         connect.resolve("mixed.example.com", 80, allow_private=False)
     assert connect.resolve("mixed.example.com", 80, allow_private=True) == [PUBLIC, INTERNAL]
+
+
+def self_signed(tmp_path, name: str):
+    """A certificate and key for ``name`` (PEM files), signed by themselves."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False).sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def test_tls_runs_against_the_host_name_not_the_checked_address(net, tmp_path):
+    """The socket goes to the checked address, but the TLS handshake names the URL's host (SNI) and the
+    certificate is verified: a certificate no trusted authority signed is refused."""
+    import ssl
+
+    cert, key = self_signed(tmp_path, "agent.example.com")
+    names: list[str | None] = []
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.sni_callback = lambda sock, name, ctx: names.append(name)
+    listener = socket.create_server((PUBLIC, 0))
+    port = listener.getsockname()[1]
+
+    def serve():
+        conn, _ = listener.accept()
+        try:
+            context.wrap_socket(conn, server_side=True).close()
+        except (ssl.SSLError, OSError):
+            pass
+        finally:
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    net.names["agent.example.com"] = [PUBLIC]
+    try:
+        with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            connect.http_client(allow_private=False, timeout=5).post(f"https://agent.example.com:{port}/agent")
+    finally:
+        thread.join(5)
+        listener.close()
+    assert names == ["agent.example.com"] and net.asked == ["agent.example.com"]
