@@ -38,6 +38,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("RLMESH_WORKFLOW_EDITION", "2026.06")
 os.environ.setdefault("MINIWOB_CHROME_BINARY", "/usr/bin/chromium")
 os.environ.setdefault("MINIWOB_CHROMEDRIVER", "/usr/bin/chromedriver")
+# The bridge started below calls the reference agent on loopback, as the platform allows it when the operator does.
+os.environ.setdefault("RLMESH_AGENT_ALLOW_PRIVATE_TARGETS", "true")
 KEY = "sk-bench-" + os.urandom(6).hex()
 LOGS = Path(tempfile.mkdtemp(prefix="bench-agents-"))
 

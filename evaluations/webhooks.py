@@ -6,8 +6,8 @@ first use, shown and rotated in Settings).
 A non-2xx answer, a timeout or a refused connection is retried by Celery with exponential backoff
 (``RLMESH_WEBHOOK_BACKOFF_SECONDS`` × 2ⁿ⁻¹, at most ``RLMESH_WEBHOOK_MAX_ATTEMPTS`` attempts in all); every attempt
 is a :class:`~evaluations.models.WebhookDelivery` row. All attempts carry the same ``webhook-id`` and body, so a
-receiver can drop duplicates. The target is checked again at each attempt (the same rules as endpoints), and
-redirects are not followed.
+receiver can drop duplicates. The target is checked again at each attempt and at the moment of connecting (the
+same rule as endpoints, :mod:`evaluations.outbound`), and redirects are not followed.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ import secrets
 import time
 from datetime import datetime, timedelta, timezone as dt_timezone
 
+import httpx2
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from . import outbound
 from .reports.agents import status_document
 from .agents.validation import validate_endpoint_url
 from .models import Evaluation, Organization, WebhookDelivery
@@ -61,20 +63,22 @@ def sign(secret: str, webhook_id: str, body: str, at: datetime) -> dict[str, str
 
 
 def _post(url: str, body: str, headers: dict) -> tuple[int | None, str]:
-    """``(status, error)`` of one POST; status None when no HTTP answer came."""
-    import requests
-
-    problems = validate_endpoint_url(url, allow_private=settings.RLMESH_AGENT_ALLOW_PRIVATE_TARGETS, path="webhook_url")
+    """``(status, error)`` of one POST; status None when no HTTP answer came. The connection goes only to an
+    address checked as it is made (:func:`evaluations.outbound.http_client`)."""
+    allow = settings.RLMESH_AGENT_ALLOW_PRIVATE_TARGETS
+    problems = validate_endpoint_url(url, allow_private=allow, path="webhook_url")
     if problems:
         return None, problems[0]["message"]
+    headers = {**headers, "Content-Type": "application/json", "User-Agent": "rlmesh-platform"}
     try:
-        resp = requests.post(url, data=body.encode("utf-8"), allow_redirects=False,
-                             timeout=settings.RLMESH_WEBHOOK_TIMEOUT, headers={**headers, "Content-Type": "application/json", "User-Agent": "rlmesh-platform"})
-    except requests.RequestException as exc:
-        return None, f"{type(exc).__name__}: {exc}"[:500]
+        with outbound.http_client(allow_private=allow, timeout=settings.RLMESH_WEBHOOK_TIMEOUT) as client:
+            resp = client.post(url, content=body.encode("utf-8"), headers=headers)
+    except httpx2.HTTPError as exc:
+        refused = outbound.refused(exc)
+        return None, str(refused) if refused else f"{type(exc).__name__}: {exc}"[:500]
     if 200 <= resp.status_code < 300:
         return resp.status_code, ""
-    return resp.status_code, f"HTTP {resp.status_code}: {resp.text[:200]}"
+    return resp.status_code, outbound.status_error(resp.status_code, resp.text)
 
 
 def deliver(evaluation_id: int, attempt: int = 1) -> WebhookDelivery | None:

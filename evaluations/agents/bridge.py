@@ -65,10 +65,13 @@ from .transport import EndpointConfig, EndpointError, HttpAgent, OpenAIChat, Rep
     chat_url
 from .validation import validate_endpoint
 
-__all__ = ["KEY_ENV", "EndpointBridge", "redact", "validate_endpoint"]
+__all__ = ["ALLOW_PRIVATE_ENV", "KEY_ENV", "EndpointBridge", "redact", "validate_endpoint"]
 
 #: Environment variable the platform sets on the bridge process with the endpoint's API key.
 KEY_ENV = "RLMESH_ENDPOINT_KEY"
+#: Environment variable the platform sets on the bridge process to ``true`` when the operator allows private and
+#: loopback targets (``RLMESH_AGENT_ALLOW_PRIVATE_TARGETS``); anything else refuses them at every connection.
+ALLOW_PRIVATE_ENV = "RLMESH_AGENT_ALLOW_PRIVATE_TARGETS"
 IGNORED_CALL = "ERROR: only one tool call per turn; none of this turn's calls was executed"
 
 
@@ -178,7 +181,7 @@ class EndpointBridge(rlmesh.numpy.Model):
         endpoint = {"url": url, "model": model or None, "use_wrapper": use_wrapper,
                     "send_tool_definitions": send_tool_definitions, "use_openai_chat": use_openai_chat,
                     "minimal_observation": minimal_observation, "additional_params": additional_params}
-        # The submitting API checked the address (private targets); here only the shape.
+        # The submitting API checked the address; here only the shape: every connection is checked as it is made.
         errors = validate_endpoint(endpoint, allow_private=True)
         if errors:
             raise ValueError("; ".join(f"{e['path']}: {e['message']}" for e in errors))
@@ -188,7 +191,8 @@ class EndpointBridge(rlmesh.numpy.Model):
             minimal_observation=minimal_observation, additional_params=dict(additional_params or {}),
             timeout_seconds=float(timeout_seconds), max_retries=int(max_retries),
             backoff_seconds=float(backoff_seconds), max_backoff_seconds=float(max_backoff_seconds),
-            key=os.environ.get(KEY_ENV, ""))
+            key=os.environ.get(KEY_ENV, ""),
+            allow_private=os.environ.get(ALLOW_PRIVATE_ENV, "").strip().lower() in ("1", "true", "yes", "on"))
         protocol = self.cfg.protocol
         transports = {"rlmesh": RlmeshModel, "openai-chat": OpenAIChat, "http-agent": HttpAgent}
         self._transport = transports[protocol](self.cfg)

@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import outbound
+
 __all__ = ["FAILURE_KINDS", "USAGE_FIELDS", "EndpointConfig", "EndpointError", "HttpAgent", "OpenAIChat", "Reply",
            "RlmeshModel", "call_with_retries", "chat_url", "read_usage", "retry_after_seconds"]
 
@@ -57,6 +59,9 @@ class EndpointConfig:
     backoff_seconds: float = 0.5
     max_backoff_seconds: float = 30.0
     key: str = field(default="", repr=False)
+    #: The operator's allowance for private and loopback targets (``RLMESH_AGENT_ALLOW_PRIVATE_TARGETS``); off,
+    #: every connection goes only to a globally reachable address checked as it connects (:mod:`..outbound`).
+    allow_private: bool = False
 
     @property
     def protocol(self) -> str:
@@ -208,7 +213,8 @@ class OpenAIChat:
         self._openai = openai
         self._completion = ChatCompletion
         self._client = openai.OpenAI(api_key=cfg.key or "no-key", base_url=_base_url(cfg.url),
-                                     timeout=cfg.timeout_seconds, max_retries=0)
+                                     timeout=cfg.timeout_seconds, max_retries=0, http_client=outbound.http_client(
+                                         allow_private=cfg.allow_private, timeout=cfg.timeout_seconds))
         # Without a key, send no Authorization header at all (the client insists on one unless omitted per call).
         self._options = {} if cfg.key else {"headers": {"Authorization": openai.omit}}
         # One INFO line per request from the HTTP library is noise in a bridge's log (and costs time per step).
@@ -221,15 +227,17 @@ class OpenAIChat:
             completion = self._client.post("/chat/completions", body=body, cast_to=self._completion,
                                            options=self._options)
         except openai.APIStatusError as exc:
-            raise EndpointError(f"HTTP {exc.status_code}: {str(exc.message)[:300]}",
+            raise EndpointError(outbound.status_error(exc.status_code, exc.response.text),
                                 retryable=_retryable_status(exc.status_code), status=exc.status_code,
                                 retry_after=retry_after_seconds(exc.response.headers.get("retry-after"))) from None
         except openai.APITimeoutError:
             raise EndpointError(f"timed out after {self.cfg.timeout_seconds:g} s", retryable=True) from None
         except openai.APIConnectionError as exc:
+            if refused := outbound.refused(exc):
+                raise EndpointError(str(refused), retryable=False) from None
             raise EndpointError(f"connection failed: {exc.__cause__ or exc}"[:300], retryable=True) from None
         except openai.APIError as exc:  # a reply that is not a chat completion
-            raise EndpointError(f"bad reply: {exc}"[:300], retryable=False) from None
+            raise EndpointError(f"bad reply: {outbound.excerpt(str(exc))}", retryable=False) from None
         if not isinstance(completion, self._completion):
             raise EndpointError("bad reply: not a chat completion", retryable=False, status=200)
         message = completion.choices[0].message if completion.choices else None
@@ -244,30 +252,31 @@ class OpenAIChat:
 
 
 class HttpAgent:
-    """Our plain JSON agent protocol: one ``POST {url}`` per step (``requests`` session, keep-alive)."""
+    """Our plain JSON agent protocol: one ``POST {url}`` per step (:func:`..outbound.http_client`, keep-alive)."""
 
     def __init__(self, cfg: EndpointConfig):
-        import requests
+        import httpx2
 
         self.cfg = cfg
-        self._requests = requests
-        self._session = requests.Session()
+        self._httpx = httpx2
+        self._session = outbound.http_client(allow_private=cfg.allow_private, timeout=cfg.timeout_seconds)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if cfg.key:
             self._headers["Authorization"] = f"Bearer {cfg.key}"
 
     def send(self, body: dict[str, Any]) -> Reply:
         """POST ``body``; the reply must be a JSON object (``{"tool", "arguments"}``, optional ``usage``)."""
-        requests = self._requests
+        httpx = self._httpx
         try:
-            resp = self._session.post(self.cfg.url, data=json.dumps(body), headers=self._headers,
-                                      timeout=self.cfg.timeout_seconds)
-        except requests.Timeout:
+            resp = self._session.post(self.cfg.url, content=json.dumps(body), headers=self._headers)
+        except httpx.TimeoutException:
             raise EndpointError(f"timed out after {self.cfg.timeout_seconds:g} s", retryable=True) from None
-        except requests.RequestException as exc:
+        except httpx.HTTPError as exc:
+            if refused := outbound.refused(exc):
+                raise EndpointError(str(refused), retryable=False) from None
             raise EndpointError(f"connection failed: {type(exc).__name__}", retryable=True) from None
-        if resp.status_code >= 400:
-            raise EndpointError(f"HTTP {resp.status_code}: {resp.text[:300]}", status=resp.status_code,
+        if resp.status_code >= 300:  # a redirect is not followed: it is the endpoint's answer
+            raise EndpointError(outbound.status_error(resp.status_code, resp.text), status=resp.status_code,
                                 retryable=_retryable_status(resp.status_code),
                                 retry_after=retry_after_seconds(resp.headers.get("Retry-After")))
         try:
@@ -312,8 +321,14 @@ class RlmeshModel:
         from rlmesh._load_native import load_native
 
         try:
+            address = outbound.checked_address(self.cfg.url, allow_private=self.cfg.allow_private)
+        except outbound.RefusedTarget as exc:
+            raise EndpointError(f"rlmesh model server: {exc}", retryable=False) from None
+        except OSError as exc:
+            raise EndpointError(f"rlmesh model server: cannot resolve: {exc}"[:300], retryable=True) from None
+        try:
             client = load_native("PyModelClient")(
-                self.address, self._contract(observation), 1,
+                address, self._contract(observation), 1,
                 connect_timeout_seconds=min(10.0, self.cfg.timeout_seconds),
                 request_timeout_seconds=self.cfg.timeout_seconds)
             client.reset(seed)

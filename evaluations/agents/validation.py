@@ -3,10 +3,11 @@
 - :func:`validate_endpoint_url`: the URL parses; the scheme is ``http``, ``https`` or ``tcp`` (an ``rlmesh`` model
   server, ``tcp://host:port``); it has a host, a valid port (required for ``tcp``) and no credentials
   (``user:pass@``: keys go in ``endpoint.key``). Unless ``allow_private`` is passed, the host name is resolved
-  (``socket.getaddrinfo``, every address it returns) and refused when any address is private, loopback,
-  link-local, multicast, reserved or unspecified (IPv4 and IPv6, IPv4-mapped IPv6 unwrapped), so a run cannot
-  be pointed at the platform's own network. The check is made when the run is submitted; a host whose DNS
-  answer changes later (rebinding) is not re-checked by the bridge.
+  (``socket.getaddrinfo``, every address it returns) and refused when any address is not globally reachable
+  unicast (:func:`evaluations.outbound.refusal`: private, shared, loopback, link-local, documentation,
+  multicast, reserved…, and IPv4 addresses wrapped in IPv6 forms), so a run cannot be pointed at the
+  platform's own network. This is the early answer at submit; the same rule is applied again at every
+  connection (:mod:`evaluations.outbound.connect`), so a DNS answer that changes later gains nothing.
 - :func:`validate_endpoint`: the whole seed-004 ``endpoint`` object (types of every field, plus the two below).
 - :func:`validate_key`: a key is sent in an HTTP header, so it must be printable ASCII (no newline or other
   control character, no leading or trailing space); a key that breaks the header would otherwise fail every
@@ -18,10 +19,10 @@
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from typing import Any
 from urllib.parse import urlsplit
+
+from ..outbound.connect import RefusedTarget, resolve
 
 __all__ = ["RESERVED_PARAMS", "validate_additional_params", "validate_endpoint", "validate_endpoint_url",
            "validate_key"]
@@ -34,22 +35,6 @@ SCHEMES = ("http", "https", "tcp")
 
 def _err(path: str, message: str) -> dict[str, str]:
     return {"path": path, "message": message}
-
-
-def _blocked(address: str) -> str | None:
-    """Why an IP address is not a public target, or None."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    for label in ("unspecified", "loopback", "link_local", "private", "multicast", "reserved"):
-        if getattr(ip, f"is_{label}"):
-            return label.replace("_", "-")
-    return None
-
-
-def _resolve(host: str, port: int | None) -> list[str]:
-    infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
-    return sorted({info[4][0] for info in infos})
 
 
 def validate_endpoint_url(url: Any, *, allow_private: bool = False, path: str = "endpoint.url") -> list[dict]:
@@ -77,14 +62,11 @@ def validate_endpoint_url(url: Any, *, allow_private: bool = False, path: str = 
     if allow_private:
         return []
     try:
-        addresses = _resolve(host, port)
-    except (socket.gaierror, UnicodeError) as exc:
+        resolve(host, port or 443, allow_private=False)
+    except RefusedTarget as exc:
+        return [_err(path, str(exc))]
+    except (OSError, UnicodeError) as exc:
         return [_err(path, f"cannot resolve host {host!r}: {exc}")]
-    for address in addresses:
-        reason = _blocked(address)
-        if reason:
-            return [_err(path, f"host {host!r} resolves to {address}, which is {reason}; "
-                               "private, loopback and link-local targets are refused")]
     return []
 
 

@@ -35,8 +35,9 @@ class EndpointSerializer(serializers.Serializer):
 
     url = StrictCharField(max_length=2048, trim_whitespace=False, help_text=(
         "`https://…`/`http://…` (an OpenAI-compatible base URL, or the HTTP agent protocol's step URL) or "
-        "`tcp://host:port` (an rlmesh model server). No credentials in the URL; private, loopback and link-local "
-        "hosts are refused unless the operator allows them (RLMESH_AGENT_ALLOW_PRIVATE_TARGETS)."))
+        "`tcp://host:port` (an rlmesh model server). No credentials in the URL; hosts that are not globally reachable "
+        "(private, shared, loopback, link-local…) are refused at submit and at every connection, and redirects are "
+        "not followed, unless the operator allows private targets (RLMESH_AGENT_ALLOW_PRIVATE_TARGETS)."))
     key = StrictCharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False, default=None,
                           help_text="Sent as `Authorization: Bearer <key>`; stored encrypted, never returned.")
     model = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=300, default=None,

@@ -37,10 +37,11 @@ import traceback
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
-from ..agents.bridge import KEY_ENV, redact
+from ..agents.bridge import ALLOW_PRIVATE_ENV, KEY_ENV, redact
 from ..agents.observation import first_user_message, raw_message, text_of, tool_message
 from ..agents.tools import ENDPOINT_ERROR_TOOL
 from ..agents.transport import USAGE_FIELDS
@@ -68,11 +69,15 @@ def is_agent_workload(workload) -> bool:
 
 
 def model_secrets(evaluation, workload) -> dict[str, str]:
-    """Environment variables only the platform names, for the model server: the endpoint key for the bridge."""
-    if workload.model_version is None or workload.model_version.source != BRIDGE_SOURCE or not evaluation.endpoint_key:
+    """Environment variables only the platform names, for the model server: for the bridge, the operator's
+    allowance for private targets (``ALLOW_PRIVATE_ENV``, always set, ``true`` or ``false``) and the endpoint key."""
+    if workload.model_version is None or workload.model_version.source != BRIDGE_SOURCE:
         return {}
+    out = {ALLOW_PRIVATE_ENV: "true" if settings.RLMESH_AGENT_ALLOW_PRIVATE_TARGETS else "false"}
+    if not evaluation.endpoint_key:
+        return out
     try:
-        return {KEY_ENV: decrypt(evaluation.endpoint_key)}
+        return {**out, KEY_ENV: decrypt(evaluation.endpoint_key)}
     except SecretUnreadable as exc:
         raise RuntimeBackendError(f"the endpoint key cannot be used: {exc}") from None
 

@@ -44,7 +44,8 @@ def judge_config(evaluation) -> EndpointConfig | None:
                           additional_params=dict(judge.get("additional_params") or {}),
                           timeout_seconds=float(settings.RLMESH_AGENT_CALL_TIMEOUT),
                           max_retries=int(settings.RLMESH_AGENT_CALL_RETRIES),
-                          backoff_seconds=float(settings.RLMESH_AGENT_CALL_BACKOFF), key=key)
+                          backoff_seconds=float(settings.RLMESH_AGENT_CALL_BACKOFF), key=key,
+                          allow_private=bool(settings.RLMESH_AGENT_ALLOW_PRIVATE_TARGETS))
 
 
 def decide(fields: dict, info: dict, verifiers: list[dict], *, evaluation, task: str,

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from evaluations.agents.bridge import KEY_ENV, EndpointBridge, redact
+from evaluations.agents.bridge import ALLOW_PRIVATE_ENV, KEY_ENV, EndpointBridge, redact
 from evaluations.agents.reference_agent import make_server
 from evaluations.agents.transport import EndpointConfig, EndpointError, Reply, call_with_retries, retry_after_seconds
 
@@ -89,6 +89,7 @@ def bridge(monkeypatch, key: str | None = KEY, **config) -> EndpointBridge:
         monkeypatch.delenv(KEY_ENV, raising=False)
     else:
         monkeypatch.setenv(KEY_ENV, key)
+    monkeypatch.setenv(ALLOW_PRIVATE_ENV, "true")  # the scripted endpoints are on loopback
     return EndpointBridge.from_config(**{"max_retries": 2, "backoff_seconds": 0.05, "timeout_seconds": 5, **config})
 
 

@@ -37,19 +37,24 @@ def test_it_refuses_malformed_urls(url, message):
 
 
 @pytest.mark.parametrize(("url", "kind"), [
-    ("http://127.0.0.1:8000/", "loopback"),
+    ("http://127.0.0.1:8000/", "loopback (127.0.0.0/8)"),
     ("http://localhost:8000/", "loopback"),
-    ("http://[::1]:8000/", "loopback"),
-    ("http://10.1.2.3/", "private"),
-    ("http://192.168.0.10/", "private"),
-    ("http://169.254.169.254/latest/meta-data", "link-local"),
-    ("http://[::ffff:127.0.0.1]/", "loopback"),
-    ("http://0.0.0.0/", "unspecified"),
-    ("tcp://172.16.0.5:7000", "private"),
+    ("http://[::1]:8000/", "loopback (::1/128)"),
+    ("http://10.1.2.3/", "private-use (10.0.0.0/8)"),
+    ("http://192.168.0.10/", "private-use (192.168.0.0/16)"),
+    ("http://169.254.169.254/latest/meta-data", "link-local (cloud metadata) (169.254.0.0/16)"),
+    ("http://[::ffff:127.0.0.1]/", "IPv4-mapped (::ffff:0:0/96) wrapping 127.0.0.1, which is loopback"),
+    ("http://0.0.0.0/", "'this host on this network' (0.0.0.0/32)"),
+    ("tcp://172.16.0.5:7000", "private-use (172.16.0.0/12)"),
+    # issue 22: classes Python 3.11's flags miss, and IPv4 addresses wrapped in IPv6 forms
+    ("http://100.64.0.1/", "shared address space"),
+    ("http://100.100.100.200/", "shared address space"),
+    ("http://[fec0::1]/", "site-local (deprecated) (fec0::/10)"),
+    ("http://[2002:7f00:1::]/", "6to4 (2002::/16) wrapping 127.0.0.1, which is loopback"),
 ])
-def test_it_refuses_private_targets_unless_allowed(url, kind):
+def test_it_refuses_targets_that_are_not_globally_reachable_unless_allowed(url, kind):
     errors = validate_endpoint_url(url)
-    assert paths(errors) == ["endpoint.url"] and f"which is {kind};" in errors[0]["message"]
+    assert paths(errors) == ["endpoint.url"] and f", which is {kind}" in errors[0]["message"]
     assert validate_endpoint_url(url, allow_private=True) == []
 
 

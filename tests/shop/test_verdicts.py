@@ -22,7 +22,7 @@ def completion(message: dict) -> dict:
 
 
 def cfg(url: str, **kw) -> EndpointConfig:
-    return EndpointConfig(url=url, model="judge-x", max_retries=0, timeout_seconds=5, **kw)
+    return EndpointConfig(url=url, model="judge-x", max_retries=0, timeout_seconds=5, allow_private=True, **kw)
 
 
 def test_the_judge_gets_the_task_state_and_transcript_and_answers_in_text(serve_json):

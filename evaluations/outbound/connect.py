@@ -1,0 +1,132 @@
+"""Connections to user-supplied URLs (agent endpoints, judges, webhooks) that reach only checked addresses.
+
+Every such connection is opened by :func:`http_client` (an ``httpx2`` client, the HTTP library the ``openai``
+client is built on, passed to it as ``http_client=``) or, for ``tcp://`` rlmesh model servers, addressed by
+:func:`checked_address`. The check happens **at the moment of connecting**, in the ``connect_tcp`` of the
+client's ``httpcore2`` network backend (:class:`CheckedBackend`): the host is resolved (``socket.getaddrinfo``),
+every address it returns is put to :func:`evaluations.outbound.addresses.refusal`, and the socket is opened to
+one of those checked addresses, never to the name, so a DNS answer that changes between the check and the
+connection (rebinding) cannot slip through. TLS still runs against the URL's host name (``httpcore2`` passes it
+as ``server_hostname``: SNI and certificate verification), and the ``Host`` header is the URL's.
+
+- **Redirects are not followed**: a ``3xx`` is the endpoint's answer (the client's ``follow_redirects`` is
+  off, and the ``openai`` client only turns it on in its own default client, which is not used).
+- **No proxy from the environment** (``trust_env=False``): a proxy would open the connection to an address the
+  platform never checked.
+- ``allow_private`` (the operator's ``RLMESH_AGENT_ALLOW_PRIVATE_TARGETS``) skips the address rule, not the
+  pinning: connections still go to the address just resolved.
+
+A refused connection raises :class:`RefusedTarget` (an ``httpcore2.ConnectError``; ``httpx2`` reports it as an
+``httpx2.ConnectError`` caused by it, and :func:`refused` finds it in any exception's cause chain). Nothing is
+sent to a refused address, so no reply text can come from one.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, Iterable
+from urllib.parse import urlsplit
+
+import httpcore2
+import httpx2
+
+from ..domain.text import quoted
+from . import addresses
+
+__all__ = ["CheckedBackend", "RefusedTarget", "checked_address", "excerpt", "http_client", "refused", "resolve",
+           "status_error"]
+
+#: How much of a reply's text an error message may quote.
+EXCERPT_CHARS = 120
+
+
+class RefusedTarget(httpcore2.ConnectError):
+    """A connection the address rule refused (permanent: retrying resolves the same name to the same kind of
+    address). The message names the host, the address and the rule it broke."""
+
+
+def resolve(host: str, port: int, *, allow_private: bool) -> list[str]:
+    """The addresses of ``host`` in the resolver's order, each checked (unless ``allow_private``).
+
+    Raises :class:`RefusedTarget` when any address is refused (a name that also points inside is not used at
+    all), ``socket.gaierror`` when the name does not resolve."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    found = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    if not allow_private:
+        for address in found:
+            reason = addresses.refusal(address)
+            if reason:
+                raise RefusedTarget(f"refused: {host} resolves to {address}, which is {reason}; only globally "
+                                    "reachable addresses may be connected to")
+    return found
+
+
+def refused(exc: BaseException | None) -> RefusedTarget | None:
+    """The :class:`RefusedTarget` in ``exc``'s cause/context chain, or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, RefusedTarget):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+class CheckedBackend(httpcore2.SyncBackend):
+    """``httpcore2``'s synchronous backend, resolving and checking in ``connect_tcp`` (module docstring)."""
+
+    def __init__(self, *, allow_private: bool):
+        self.allow_private = allow_private
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore2.NetworkStream:
+        try:
+            found = resolve(host, port, allow_private=self.allow_private)
+        except (OSError, UnicodeError) as exc:
+            raise httpcore2.ConnectError(f"cannot resolve {host}: {exc}") from exc
+        error: Exception = httpcore2.ConnectError(f"{host} has no address")
+        for address in found:  # each is a numeric address: create_connection does no second lookup
+            try:
+                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+            except httpcore2.ConnectError as exc:
+                error = exc
+        raise error
+
+
+class _CheckedTransport(httpx2.HTTPTransport):
+    def __init__(self, *, allow_private: bool):
+        super().__init__(trust_env=False)
+        # httpx2's transport takes no network backend of its own; its connection pool (``httpcore2``) does.
+        self._pool = httpcore2.ConnectionPool(ssl_context=httpx2.create_ssl_context(trust_env=False),
+                                              network_backend=CheckedBackend(allow_private=allow_private))
+
+
+def http_client(*, allow_private: bool, timeout: float, headers: dict | None = None) -> httpx2.Client:
+    """An ``httpx2.Client`` whose every connection goes to a checked address (module docstring): redirects not
+    followed, no environment proxy, ``timeout`` seconds per connect/read/write."""
+    return httpx2.Client(transport=_CheckedTransport(allow_private=allow_private), timeout=timeout,
+                         follow_redirects=False, trust_env=False, headers=headers)
+
+
+def checked_address(url: str, *, allow_private: bool) -> str:
+    """``ip:port`` (``[ip]:port`` for IPv6) of the first checked address of a ``tcp://host:port`` URL's host, for
+    clients that take an address instead of a URL (rlmesh's model client). Raises :class:`RefusedTarget` or
+    ``OSError`` (``socket.gaierror``: the name does not resolve) as :func:`resolve` does."""
+    parts = urlsplit(url)
+    address = resolve(parts.hostname or "", parts.port or 0, allow_private=allow_private)[0]
+    return f"[{address}]:{parts.port}" if ":" in address else f"{address}:{parts.port}"
+
+
+def excerpt(text: str | bytes | None) -> str:
+    """A short, labelled quote of a reply's body for an error message: ``reply starts "…"`` (at most
+    :data:`EXCERPT_CHARS` characters, controls escaped), or ``empty reply``."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = (text or "").strip()
+    return f"reply starts {quoted(text, EXCERPT_CHARS)}" if text else "empty reply"
+
+
+def status_error(status: int, text: str | bytes | None) -> str:
+    """The error message of an HTTP error answer: ``HTTP 307 (redirects are not followed); reply starts "…"``."""
+    note = " (redirects are not followed)" if 300 <= status < 400 else ""
+    return f"HTTP {status}{note}; {excerpt(text)}"
