@@ -13,6 +13,7 @@ from ..domain import perturbations
 from ..domain.outcomes import SUCCESS_LABEL, criterion_problems
 from ..models import Organization
 from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
+from .limits import evaluation_caps
 from .plan import PlannedTask
 
 __all__ = ["check_tasks", "find_scenario", "parse_record", "success_criterion"]
@@ -214,13 +215,5 @@ def check_tasks(tasks: list[dict], *, models: int, organization: Organization, e
     """Check every task (schema-valid dicts) and the evaluation-wide caps for ``models`` models; append problems to
     ``errors``/``warnings``; return the tasks that passed their own checks."""
     planned = [t for i, task in enumerate(tasks) if (t := _check_task(i, task, organization, errors, warnings))]
-    total = sum(t["episodes"] for t in tasks) * max(1, models)
-    if models * len(tasks) > settings.RLMESH_MAX_WORKLOADS_PER_EVALUATION:
-        errors.append({
-            "path": "tasks",
-            "message": f"{models} models × {len(tasks)} tasks = {models * len(tasks)} workloads; "
-            f"at most {settings.RLMESH_MAX_WORKLOADS_PER_EVALUATION} per evaluation",
-        })
-    if total > settings.RLMESH_MAX_EPISODES_PER_EVALUATION:
-        errors.append({"path": "tasks", "message": f"{total} episodes in total; at most {settings.RLMESH_MAX_EPISODES_PER_EVALUATION} per evaluation"})
+    errors += evaluation_caps(models, len(tasks), sum(t["episodes"] for t in tasks))
     return planned
