@@ -6,7 +6,9 @@ Prints, per endpoint, the wall time of one refusal (median of ``--repeat``), of 
 in this process, one database connection each, the Django test client: no network). The answer must be the 400
 naming ``tasks`` (or ``task_ids``). Run it on a commit before ``planning.limits`` for the "before" figure.
 
-Usage: ``.venv/bin/python bench/bench_oversized_requests.py [--tasks 12000] [--repeat 3]``. It makes its own SQLite
+Usage: ``.venv/bin/python bench/bench_oversized_requests.py [--tasks 12000] [--repeat 3] [--concurrent 6]
+[--only /v1/evaluation-previews]``. Before the fix one refused request held ~3 GB of memory for its whole planning:
+send six at once to an old checkout only where that much memory is free. It makes its own SQLite
 database in a temporary RLMESH_VAR_DIR (migrations take ~20 s).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -69,7 +72,7 @@ def _send(key: str, path: str, body: dict, field: str) -> float:
     return took
 
 
-def _concurrent(key: str, path: str, body: dict, field: str, n: int = 6) -> list[float]:
+def _concurrent(key: str, path: str, body: dict, field: str, n: int) -> list[float]:
     times: list[float] = []
 
     def one():
@@ -90,16 +93,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=12_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--concurrent", type=int, default=6, help="requests sent at once (0: skip)")
+    parser.add_argument("--only", default="", help="one endpoint path, e.g. /v1/evaluation-previews")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     org = Organization.objects.create(slug="bench", name="Bench")
     key, _ = ApiKey.issue(organization=org, user=None, name="bench", role=Role.ADMIN)
     print(f"{args.tasks} tasks (limits: 1,000 workloads, 1,000 task ids); seconds")
-    print(f"{'endpoint':<28} {'refusal':>8} {'6 at once (each, max)':>22}")
+    print(f"{'endpoint':<28} {'refusal':>8} {f'{args.concurrent} at once: median, max':>24}")
     for label, (path, body, field) in _bodies(args.tasks).items():
+        if args.only and label != args.only:
+            continue
         single = statistics.median(_send(key, path, body, field) for _ in range(args.repeat))
-        together = _concurrent(key, path, body, field)
-        print(f"{label:<28} {single:8.3f} {statistics.median(together):11.3f} {max(together):9.3f}")
+        print(f"{label:<28} {single:8.3f}", end="", flush=True)
+        together = _concurrent(key, path, body, field, args.concurrent) if args.concurrent else [math.nan]
+        print(f" {statistics.median(together):12.3f} {max(together):10.3f}")
 
 
 if __name__ == "__main__":

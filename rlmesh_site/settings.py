@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import socket
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -173,6 +174,28 @@ STATIC_ROOT = VAR_DIR / "static"
 # installed and its AWS_* settings in the environment). The dashboard serves them through an authorized view.
 MEDIA_ROOT = Path(os.environ.get("RLMESH_MEDIA_ROOT", VAR_DIR / "media"))
 MEDIA_URL = "/media/"
+# Tenant files (episode videos, agent transcripts and screenshots, imported media) are every organization's data:
+# Django's FileSystemStorage writes each file with FILE_UPLOAD_PERMISSIONS and creates each folder with
+# FILE_UPLOAD_DIRECTORY_PERMISSIONS, in the web processes and the workers alike (every writer goes through the
+# default storage). Owner-only by default; RLMESH_MEDIA_GROUP_READABLE=True adds group read (0640 files, 0750
+# folders) for a proxy of another user that serves media and shares the service user's group (docs/running/hardening.md).
+RLMESH_MEDIA_GROUP_READABLE = env_bool("RLMESH_MEDIA_GROUP_READABLE", False)
+FILE_UPLOAD_PERMISSIONS = 0o640 if RLMESH_MEDIA_GROUP_READABLE else 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o750 if RLMESH_MEDIA_GROUP_READABLE else 0o700
+
+
+def _private_media_root(path: Path) -> None:
+    """Create MEDIA_ROOT with FILE_UPLOAD_DIRECTORY_PERMISSIONS, or narrow an existing one to it (keeping a set-group-id
+    bit the operator set so new folders take its group): files already stored under a 0755 root from an earlier
+    version become unreachable to other users at once."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode
+        if mode & 0o777 != FILE_UPLOAD_DIRECTORY_PERMISSIONS:
+            path.chmod(FILE_UPLOAD_DIRECTORY_PERMISSIONS | (mode & stat.S_ISGID))
+    except OSError:
+        pass  # another user's folder or a read-only mount: the storage reports what matters when it writes
+
 STORAGES = {
     "default": {
         "BACKEND": os.environ.get("RLMESH_MEDIA_STORAGE", "django.core.files.storage.FileSystemStorage"),
@@ -186,6 +209,8 @@ STORAGES = {
         else "whitenoise.storage.CompressedStaticFilesStorage"
     },
 }
+if STORAGES["default"]["BACKEND"] == "django.core.files.storage.FileSystemStorage":
+    _private_media_root(MEDIA_ROOT)
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # -------------------------------------------------- TLS proxy, cookies, CSP
