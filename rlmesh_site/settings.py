@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import socket
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -23,6 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from rlmesh_site.devsecrets import load_or_create
 from rlmesh_site.env import env_bool, env_float, env_int, env_list, env_str
+from rlmesh_site.private_files import private_folder, private_sqlite_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("RLMESH_VAR_DIR", BASE_DIR / "var"))
@@ -135,22 +135,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 
-def _private_sqlite_file(name: str) -> None:
-    """Create (or narrow) an SQLite database file as owner-only (0600): it holds every organization's data, and
-    SQLite gives its -wal/-shm files the database file's mode."""
-    path = Path(name)
-    if name in ("", ":memory:") or name.startswith("file:"):
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        if path.stat().st_mode & 0o077:
-            path.chmod(0o600)
-    except OSError:
-        pass  # another user's file or a read-only checkout: SQLite reports what matters when it opens it
-
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    _private_sqlite_file(str(DATABASES["default"]["NAME"]))
+    private_sqlite_file(str(DATABASES["default"]["NAME"]))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -184,18 +170,6 @@ FILE_UPLOAD_PERMISSIONS = 0o640 if RLMESH_MEDIA_GROUP_READABLE else 0o600
 FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o750 if RLMESH_MEDIA_GROUP_READABLE else 0o700
 
 
-def _private_media_root(path: Path) -> None:
-    """Create MEDIA_ROOT with FILE_UPLOAD_DIRECTORY_PERMISSIONS, or narrow an existing one to it (keeping a set-group-id
-    bit the operator set so new folders take its group): files already stored under a 0755 root from an earlier
-    version become unreachable to other users at once."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode
-        if mode & 0o777 != FILE_UPLOAD_DIRECTORY_PERMISSIONS:
-            path.chmod(FILE_UPLOAD_DIRECTORY_PERMISSIONS | (mode & stat.S_ISGID))
-    except OSError:
-        pass  # another user's folder or a read-only mount: the storage reports what matters when it writes
-
 STORAGES = {
     "default": {
         "BACKEND": os.environ.get("RLMESH_MEDIA_STORAGE", "django.core.files.storage.FileSystemStorage"),
@@ -210,7 +184,7 @@ STORAGES = {
     },
 }
 if STORAGES["default"]["BACKEND"] == "django.core.files.storage.FileSystemStorage":
-    _private_media_root(MEDIA_ROOT)
+    private_folder(MEDIA_ROOT, FILE_UPLOAD_DIRECTORY_PERMISSIONS)
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # -------------------------------------------------- TLS proxy, cookies, CSP
@@ -292,7 +266,7 @@ SPECTACULAR_SETTINGS = {
 # --------------------------------------------------------------------- Celery
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}")
 if CELERY_BROKER_URL.startswith("sqla+sqlite:///"):
-    _private_sqlite_file(CELERY_BROKER_URL.removeprefix("sqla+sqlite:///"))
+    private_sqlite_file(CELERY_BROKER_URL.removeprefix("sqla+sqlite:///"))
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
