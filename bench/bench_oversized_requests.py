@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import statistics
@@ -34,6 +35,7 @@ os.environ.setdefault("RLMESH_WORKFLOW_EDITION", "2026.06")
 import django  # noqa: E402
 
 django.setup()
+logging.getLogger("django.request").setLevel(logging.ERROR)  # each refusal logs "Bad Request" otherwise
 
 from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
