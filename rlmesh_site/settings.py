@@ -309,7 +309,8 @@ DEVICE_CODE_INTERVAL = env_int("DEVICE_CODE_INTERVAL", 5)
 #: Requests per minute per client address on the sign-in form and the OAuth endpoints.
 RATELIMIT_LOGIN = os.environ.get("RATELIMIT_LOGIN", "20/m")
 RATELIMIT_OAUTH = os.environ.get("RATELIMIT_OAUTH", "120/m")
-#: Failed authentications (bad API keys or tokens on /v1, bad registry credentials) per address before 429s.
+#: The one sign-in limit (evaluations.auth): failed passwords (dashboard, admin), keys and tokens (/v1, /agents,
+#: registry Basic, /oauth/token) per address; past it passwords are not checked, bad keys get 429 (docs/running/hardening.md).
 RATELIMIT_AUTH_FAILURES = os.environ.get("RATELIMIT_AUTH_FAILURES", "30/m")
 RATELIMIT_VIEW = "evaluations.views.identity.rate_limited"
 # Rate-limit counters need a cache shared by every web process (gunicorn runs several; local memory would count
