@@ -77,3 +77,18 @@ AGENT_RUN = {"env_id": "miniwob", "model": "my-agent", "endpoint": {"url": "http
 def test_an_agent_run_over_the_caps_is_refused_by_count(api, no_per_task_work, body, path):
     assert path in [d["path"] for d in _details(api.post("/agents/evaluations/run", body, format="json"))]
     assert not Evaluation.objects.exists()
+
+
+def test_a_preview_resolves_each_env_once_however_many_tasks_name_it(api):
+    """Large previews within the caps stay cheap: the queries do not grow with the tasks (two per task did)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries(n_tasks: int) -> int:
+        body = cartpole_request(tasks=[dict(CARTPOLE_TASK, seed=i) for i in range(n_tasks)])
+        with CaptureQueriesContext(connection) as captured:
+            assert api.post("/v1/evaluation-previews", body, format="json").status_code == 200
+        return len(captured)
+
+    queries(1)  # the first request of a key also records its last use
+    assert queries(30) == queries(2)
