@@ -160,11 +160,10 @@ STATIC_ROOT = VAR_DIR / "static"
 # installed and its AWS_* settings in the environment). The dashboard serves them through an authorized view.
 MEDIA_ROOT = Path(os.environ.get("RLMESH_MEDIA_ROOT", VAR_DIR / "media"))
 MEDIA_URL = "/media/"
-# Tenant files (episode videos, agent transcripts and screenshots, imported media) are every organization's data:
-# Django's FileSystemStorage writes each file with FILE_UPLOAD_PERMISSIONS and creates each folder with
-# FILE_UPLOAD_DIRECTORY_PERMISSIONS, in the web processes and the workers alike (every writer goes through the
-# default storage). Owner-only by default; RLMESH_MEDIA_GROUP_READABLE=True adds group read (0640 files, 0750
-# folders) for a proxy of another user that serves media and shares the service user's group (docs/running/hardening.md).
+# Tenant files (videos, transcripts, screenshots, imported media): FileSystemStorage writes each file with
+# FILE_UPLOAD_PERMISSIONS and each folder with FILE_UPLOAD_DIRECTORY_PERMISSIONS in web and worker processes alike
+# (every writer uses the default storage). Owner-only; RLMESH_MEDIA_GROUP_READABLE=True gives 0640/0750 for a proxy
+# of another user in the service user's group (docs/running/hardening.md).
 RLMESH_MEDIA_GROUP_READABLE = env_bool("RLMESH_MEDIA_GROUP_READABLE", False)
 FILE_UPLOAD_PERMISSIONS = 0o640 if RLMESH_MEDIA_GROUP_READABLE else 0o600
 FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o750 if RLMESH_MEDIA_GROUP_READABLE else 0o700
@@ -381,6 +380,7 @@ RLMESH_MAX_EPISODES_PER_TASK = env_int("RLMESH_MAX_EPISODES_PER_TASK", 10_000)
 RLMESH_MAX_EPISODES_PER_EVALUATION = env_int("RLMESH_MAX_EPISODES_PER_EVALUATION", 100_000)
 RLMESH_MAX_WORKERS_PER_TASK = env_int("RLMESH_MAX_WORKERS_PER_TASK", 32)
 RLMESH_MAX_WORKLOADS_PER_EVALUATION = env_int("RLMESH_MAX_WORKLOADS_PER_EVALUATION", 1000)
+RLMESH_PREVIEW_WORKLOADS_PER_MINUTE = env_int("RLMESH_PREVIEW_WORKLOADS_PER_MINUTE", 10_000)  # per key (api/throttles.py)
 #: Imported result bundles (POST /v1/evaluations/imports): the upload, and the total uncompressed size of its
 #: members, are at most this many bytes; a bundle has at most this many zip members (evaluations/services/imports.py).
 RLMESH_IMPORT_MAX_BYTES = env_int("RLMESH_IMPORT_MAX_BYTES", 200 * 1024 * 1024)

@@ -23,7 +23,8 @@ from django.conf import settings
 from .agent_schema import MAX_TASK_IDS
 from .parse import RequestInvalid
 
-__all__ = ["agent_run_size_errors", "evaluation_caps", "refuse_oversized_evaluation", "refuse_oversized_agent_run"]
+__all__ = ["agent_run_size_errors", "evaluation_caps", "refuse_oversized_agent_run", "refuse_oversized_evaluation",
+           "request_counts"]
 
 
 def _count(value) -> int | None:
@@ -46,17 +47,21 @@ def evaluation_caps(models: int, tasks: int, episodes: int) -> list[dict]:
     return errors
 
 
-def refuse_oversized_evaluation(data: dict) -> None:
-    """Raise RequestInvalid when a ``/v1`` request (parsed, not yet validated) is over the workload or episode caps
-    by its counts alone: models (``models`` entries, or 1 for ``model``) × ``tasks`` entries, and the tasks'
-    ``episodes`` that are whole numbers."""
+def request_counts(data: dict) -> tuple[int, int, int]:
+    """``(models, tasks, episodes per model)`` of a ``/v1`` request (parsed, not yet validated) as it spells them:
+    ``models`` entries (or 1 for ``model``), ``tasks`` entries, the sum of the tasks' whole-number ``episodes``."""
     tasks = data.get("tasks")
-    if not isinstance(tasks, list):
-        return
+    tasks = tasks if isinstance(tasks, list) else []
     models = data.get("models")
     n_models = len(models) if isinstance(models, list) else int("model" in data)
     episodes = sum(n for t in tasks if isinstance(t, dict) and (n := _count(t.get("episodes"))) and n > 0)
-    errors = evaluation_caps(n_models, len(tasks), episodes)
+    return n_models, len(tasks), episodes
+
+
+def refuse_oversized_evaluation(data: dict) -> None:
+    """Raise RequestInvalid when a ``/v1`` request (parsed, not yet validated) is over the workload or episode caps
+    by its counts alone (:func:`request_counts`)."""
+    errors = evaluation_caps(*request_counts(data))
     if errors:
         raise RequestInvalid(errors)
 

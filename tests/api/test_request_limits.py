@@ -92,3 +92,15 @@ def test_a_preview_resolves_each_env_once_however_many_tasks_name_it(api):
 
     queries(1)  # the first request of a key also records its last use
     assert queries(30) == queries(2)
+
+
+def test_previews_of_one_key_share_a_budget_of_workloads_a_minute(api, tenant_a, settings):
+    settings.RLMESH_PREVIEW_WORKLOADS_PER_MINUTE = 5
+    two = cartpole_request(tasks=[CARTPOLE_TASK] * 2)
+    codes = [api.post("/v1/evaluation-previews", two, format="json").status_code for _ in range(3)]
+    assert codes == [200, 200, 429]  # 2 + 2 workloads fit in 5, 2 more do not
+    refused = api.post("/v1/evaluation-previews", cartpole_request(), format="json")
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "throttled" and int(refused["Retry-After"]) >= 1
+    other_key = tenant_a.client(tenant_a.viewer_key).post("/v1/evaluation-previews", two, format="json")
+    assert other_key.status_code == 200  # the budget is per credential
+    assert api.post("/v1/evaluations", cartpole_request(), format="json").status_code == 201  # submits are not previews
