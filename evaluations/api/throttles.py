@@ -16,7 +16,7 @@ from django.core.cache import cache
 from rest_framework.exceptions import Throttled
 
 from ..models import ApiKey
-from ..planning.limits import request_counts
+from ..planning.limits import refuse_oversized_evaluation, request_counts
 
 __all__ = ["charge_preview"]
 
@@ -31,7 +31,9 @@ def _credential(request) -> str:
 
 def charge_preview(request, data: dict) -> None:
     """Count the workloads of the preview ``data`` against the caller's budget; Throttled (429, ``Retry-After`` the
-    rest of the minute) when it is spent."""
+    rest of the minute) when it is spent. A request over the size limits is refused first (the 400 naming ``tasks``)
+    and costs nothing."""
+    refuse_oversized_evaluation(data)
     models, tasks, _ = request_counts(data)
     cost = max(1, models * tasks)
     now = time.time()

@@ -104,3 +104,10 @@ def test_previews_of_one_key_share_a_budget_of_workloads_a_minute(api, tenant_a,
     other_key = tenant_a.client(tenant_a.viewer_key).post("/v1/evaluation-previews", two, format="json")
     assert other_key.status_code == 200  # the budget is per credential
     assert api.post("/v1/evaluations", cartpole_request(), format="json").status_code == 201  # submits are not previews
+
+
+def test_an_oversized_preview_is_the_400_not_a_charge_on_the_budget(api, settings):
+    settings.RLMESH_PREVIEW_WORKLOADS_PER_MINUTE = 3
+    oversized = cartpole_request(tasks=[dict(CARTPOLE_TASK, episodes=1)] * 1001)
+    assert [api.post("/v1/evaluation-previews", oversized, format="json").status_code for _ in range(2)] == [400, 400]
+    assert api.post("/v1/evaluation-previews", cartpole_request(), format="json").status_code == 200
