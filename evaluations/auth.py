@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from functools import wraps
+
 from django.conf import settings
+from django.http import HttpResponse
 from django.utils import timezone
 from django_ratelimit.core import get_usage
 from rest_framework import authentication, exceptions, permissions
@@ -18,13 +21,49 @@ def _client_address(group, request) -> str:
     return request.META.get("REMOTE_ADDR", "")
 
 
+#: The one counter of failed sign-ins per address (django-ratelimit's, in the default cache: Redis or the file cache
+#: every web process shares). Every way to present a password or a key counts into it: the dashboard's and the
+#: admin's sign-in forms (``user_login_failed``), API keys and session tokens on /v1 and /agents, the registry's
+#: Basic login, unknown device codes and refresh tokens at /oauth/token.
+SIGN_IN_FAILURES = "sign-in-failures"
+
+
 def failed_authentication(request, *, count: bool = True) -> bool:
     """Whether the address of ``request`` (a Django request) has used up its ``RATELIMIT_AUTH_FAILURES`` failed
-    authentications in the current window; with ``count``, this call records one more failure first. Shared by /v1
-    and the registry's token endpoint, so guessing keys costs the same everywhere."""
-    usage = get_usage(request, group="auth-failures", key=_client_address, rate=settings.RATELIMIT_AUTH_FAILURES,
+    sign-ins in the current window; with ``count``, this call records one more failure first.
+
+    What a caller does with the answer depends on what was presented: a password (guessable) is not checked at all
+    once the address is over the limit (:func:`password_sign_in`); a key or token (long random strings that cannot
+    be guessed) is checked first, so a valid one keeps working, and only a bad one is answered 429."""
+    usage = get_usage(request, group=SIGN_IN_FAILURES, key=_client_address, rate=settings.RATELIMIT_AUTH_FAILURES,
                       increment=count)
-    return usage is not None and usage["count"] >= usage["limit"]
+    # N allowed failures: the (N+1)th is refused, whether it is being counted now or about to be tried.
+    return usage is not None and (usage["count"] > usage["limit"] if count else usage["count"] >= usage["limit"])
+
+
+def sign_in_throttled_response() -> HttpResponse:
+    return HttpResponse("Too many failed sign-ins from this address; wait a minute and try again.", status=429,
+                        headers={"Retry-After": "60"}, content_type="text/plain; charset=utf-8")
+
+
+def password_sign_in(view):
+    """Wrap a sign-in view that checks a password with ``django.contrib.auth.authenticate`` (the dashboard's and the
+    admin's forms): a POST from an address over the sign-in limit is a 429 before any password is checked; each
+    failure is counted by :func:`count_failed_sign_in` (the ``user_login_failed`` signal)."""
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        if request.method == "POST" and failed_authentication(request, count=False):
+            return sign_in_throttled_response()
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def count_failed_sign_in(sender, credentials=None, request=None, **kwargs) -> None:
+    """``user_login_failed`` receiver: a wrong password through any ``authenticate(request, …)`` counts once."""
+    if request is not None:
+        failed_authentication(request)
 
 
 class BearerAuthentication(authentication.BaseAuthentication):
@@ -40,12 +79,11 @@ class BearerAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request):
         if not request.META.get("HTTP_AUTHORIZATION"):
             return None  # anonymous: permissions decide (401 where a credential is needed)
-        if failed_authentication(request._request, count=False):
-            raise exceptions.Throttled(wait=60, detail="too many failed authentications from this address.")  # DRF adds "Expected available in 60 seconds."
         try:
-            return self._authenticate(request)
+            return self._authenticate(request)  # a valid key works whatever its address did before
         except exceptions.AuthenticationFailed:
-            failed_authentication(request._request)
+            if failed_authentication(request._request):
+                raise exceptions.Throttled(wait=60, detail="too many failed authentications from this address.") from None  # DRF adds "Expected available in 60 seconds."
             raise
 
     def _authenticate(self, request):

@@ -22,6 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from rlmesh_site.devsecrets import load_or_create
 from rlmesh_site.env import env_bool, env_float, env_int, env_list, env_str
+from rlmesh_site.private_files import private_folder, private_sqlite_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("RLMESH_VAR_DIR", BASE_DIR / "var"))
@@ -134,22 +135,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 
-def _private_sqlite_file(name: str) -> None:
-    """Create (or narrow) an SQLite database file as owner-only (0600): it holds every organization's data, and
-    SQLite gives its -wal/-shm files the database file's mode."""
-    path = Path(name)
-    if name in ("", ":memory:") or name.startswith("file:"):
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        if path.stat().st_mode & 0o077:
-            path.chmod(0o600)
-    except OSError:
-        pass  # another user's file or a read-only checkout: SQLite reports what matters when it opens it
-
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    _private_sqlite_file(str(DATABASES["default"]["NAME"]))
+    private_sqlite_file(str(DATABASES["default"]["NAME"]))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -173,6 +160,15 @@ STATIC_ROOT = VAR_DIR / "static"
 # installed and its AWS_* settings in the environment). The dashboard serves them through an authorized view.
 MEDIA_ROOT = Path(os.environ.get("RLMESH_MEDIA_ROOT", VAR_DIR / "media"))
 MEDIA_URL = "/media/"
+# Tenant files (videos, transcripts, screenshots, imported media): FileSystemStorage writes each file with
+# FILE_UPLOAD_PERMISSIONS and each folder with FILE_UPLOAD_DIRECTORY_PERMISSIONS in web and worker processes alike
+# (every writer uses the default storage). Owner-only; RLMESH_MEDIA_GROUP_READABLE=True gives 0640/0750 for a proxy
+# of another user in the service user's group (docs/running/hardening.md).
+RLMESH_MEDIA_GROUP_READABLE = env_bool("RLMESH_MEDIA_GROUP_READABLE", False)
+FILE_UPLOAD_PERMISSIONS = 0o640 if RLMESH_MEDIA_GROUP_READABLE else 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o750 if RLMESH_MEDIA_GROUP_READABLE else 0o700
+
+
 STORAGES = {
     "default": {
         "BACKEND": os.environ.get("RLMESH_MEDIA_STORAGE", "django.core.files.storage.FileSystemStorage"),
@@ -186,6 +182,8 @@ STORAGES = {
         else "whitenoise.storage.CompressedStaticFilesStorage"
     },
 }
+if STORAGES["default"]["BACKEND"] == "django.core.files.storage.FileSystemStorage":
+    private_folder(MEDIA_ROOT, FILE_UPLOAD_DIRECTORY_PERMISSIONS)
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 # -------------------------------------------------- TLS proxy, cookies, CSP
@@ -267,7 +265,7 @@ SPECTACULAR_SETTINGS = {
 # --------------------------------------------------------------------- Celery
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}")
 if CELERY_BROKER_URL.startswith("sqla+sqlite:///"):
-    _private_sqlite_file(CELERY_BROKER_URL.removeprefix("sqla+sqlite:///"))
+    private_sqlite_file(CELERY_BROKER_URL.removeprefix("sqla+sqlite:///"))
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -310,7 +308,8 @@ DEVICE_CODE_INTERVAL = env_int("DEVICE_CODE_INTERVAL", 5)
 #: Requests per minute per client address on the sign-in form and the OAuth endpoints.
 RATELIMIT_LOGIN = os.environ.get("RATELIMIT_LOGIN", "20/m")
 RATELIMIT_OAUTH = os.environ.get("RATELIMIT_OAUTH", "120/m")
-#: Failed authentications (bad API keys or tokens on /v1, bad registry credentials) per address before 429s.
+#: The one sign-in limit (evaluations.auth): failed passwords (dashboard, admin), keys and tokens (/v1, /agents,
+#: registry Basic, /oauth/token) per address; past it passwords are not checked, bad keys get 429 (docs/running/hardening.md).
 RATELIMIT_AUTH_FAILURES = os.environ.get("RATELIMIT_AUTH_FAILURES", "30/m")
 RATELIMIT_VIEW = "evaluations.views.identity.rate_limited"
 # Rate-limit counters need a cache shared by every web process (gunicorn runs several; local memory would count
@@ -381,6 +380,7 @@ RLMESH_MAX_EPISODES_PER_TASK = env_int("RLMESH_MAX_EPISODES_PER_TASK", 10_000)
 RLMESH_MAX_EPISODES_PER_EVALUATION = env_int("RLMESH_MAX_EPISODES_PER_EVALUATION", 100_000)
 RLMESH_MAX_WORKERS_PER_TASK = env_int("RLMESH_MAX_WORKERS_PER_TASK", 32)
 RLMESH_MAX_WORKLOADS_PER_EVALUATION = env_int("RLMESH_MAX_WORKLOADS_PER_EVALUATION", 1000)
+RLMESH_PREVIEW_WORKLOADS_PER_MINUTE = env_int("RLMESH_PREVIEW_WORKLOADS_PER_MINUTE", 10_000)  # per key (api/throttles.py)
 #: Imported result bundles (POST /v1/evaluations/imports): the upload, and the total uncompressed size of its
 #: members, are at most this many bytes; a bundle has at most this many zip members (evaluations/services/imports.py).
 RLMESH_IMPORT_MAX_BYTES = env_int("RLMESH_IMPORT_MAX_BYTES", 200 * 1024 * 1024)

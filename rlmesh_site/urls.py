@@ -5,6 +5,7 @@ from django.contrib import admin
 from django_ratelimit.decorators import ratelimit
 
 from evaluations.api import oauth
+from evaluations.auth import password_sign_in
 from evaluations.api.schema_view import SchemaView
 from evaluations.views.docs import manual
 from django.contrib.auth import views as auth_views
@@ -33,12 +34,13 @@ def api_not_found(request):
 
 
 urlpatterns = [
-    # The admin's own sign-in form, rate limited like the dashboard's.
-    path("admin/login/", ratelimit(key="ip", rate=lambda g, r: settings.RATELIMIT_LOGIN, method="POST", block=True)(admin.site.login)),
+    # Both password forms share the one sign-in limit (evaluations.auth): failures counted from either, refused by
+    # either once the address is over it; RATELIMIT_LOGIN bounds the POSTs of each form on top.
+    path("admin/login/", password_sign_in(ratelimit(key="ip", rate=lambda g, r: settings.RATELIMIT_LOGIN, method="POST", block=True)(admin.site.login))),
     path("admin/", admin.site.urls),
     path(
         "accounts/login/",
-        ratelimit(key="ip", rate=lambda g, r: settings.RATELIMIT_LOGIN, method="POST", block=True)(auth_views.LoginView.as_view()),
+        password_sign_in(ratelimit(key="ip", rate=lambda g, r: settings.RATELIMIT_LOGIN, method="POST", block=True)(auth_views.LoginView.as_view())),
         name="login",
     ),
     path("oauth/device_authorization", oauth.device_authorization, name="oauth-device-authorization"),

@@ -21,6 +21,7 @@ from ..selectors import evaluation_detail_queryset
 from .base import OrgScopedView
 from .exceptions import error_response
 from .pagination import newest_first_page, page_limit
+from .throttles import charge_preview
 from .serializers import (
     EvaluationDetailSerializer,
     EvaluationPageSerializer,
@@ -43,9 +44,10 @@ _OTHER_ROUTE_405 = ("The id is `imports` or ends in `/cancellations`: the path i
 class EvaluationPreviewView(OrgScopedView):
     read_only_post = True  # a preview writes nothing: viewers may size requests too
 
-    @extend_schema(request=EvaluationRequestSerializer, responses={200: PreviewSerializer, **errors(400, 401, 413, 415)}, summary="Validate and size a request without running it")
+    @extend_schema(request=EvaluationRequestSerializer, responses={200: PreviewSerializer, **errors(400, 401, 413, 415, 429)}, summary="Validate and size a request without running it")
     def post(self, request):
         _, data = self.read_request_body()
+        charge_preview(request, data)  # a per-credential budget of workloads previewed (api/throttles.py)
         plan = plan_evaluation(data, organization=self.organization)
         return Response(
             {

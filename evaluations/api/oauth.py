@@ -11,6 +11,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django_ratelimit.decorators import ratelimit
 
+from ..auth import failed_authentication
 from ..services import identity
 
 __all__ = ["device_authorization", "token"]
@@ -95,5 +96,8 @@ def token(request: HttpRequest) -> JsonResponse:
         else:
             raise identity.OAuthError("unsupported_grant_type", f'grant_type "{grant}" is not supported')
     except identity.OAuthError as exc:
+        if exc.unknown_credential and failed_authentication(request):  # a guessed code or token: the sign-in limit
+            return JsonResponse({"error": "slow_down", "error_description": "too many failed sign-ins from this "
+                                 "address; retry in a minute"}, status=429, headers={"Retry-After": "60"})
         return _oauth_error(exc)
     return JsonResponse(tokens)

@@ -65,13 +65,12 @@ def registry_token(request: HttpRequest) -> JsonResponse:
         username, _, password = base64.b64decode(encoded).decode().partition(":")
     except (binascii.Error, UnicodeDecodeError):
         return _unauthorized("malformed Basic credentials")
-    if failed_authentication(request, count=False):
-        return JsonResponse({"errors": [{"code": "TOOMANYREQUESTS", "message": "too many failed logins"}],
-                             "error": {"code": "throttled", "message": "too many failed authentications from this "
-                                       "address; retry in a minute", "details": []}}, status=429, headers={"Retry-After": "60"})
-    grantee = authenticate_basic(username, password)
+    grantee = authenticate_basic(username, password)  # keys and tokens: a valid one works from a throttled address
     if grantee is None:
-        failed_authentication(request)
+        if failed_authentication(request):
+            return JsonResponse({"errors": [{"code": "TOOMANYREQUESTS", "message": "too many failed logins"}],
+                                 "error": {"code": "throttled", "message": "too many failed authentications from this "
+                                           "address; retry in a minute", "details": []}}, status=429, headers={"Retry-After": "60"})
         return _unauthorized("invalid username/password: use your user id and `rlmesh token`, or any name and an API key")
     return JsonResponse(issue_token(grantee, request.GET.getlist("scope")))
 

@@ -51,7 +51,7 @@ from django.conf import settings
 from ..domain.text import display_text_problem, storable_text_problem
 from ..models import ApiKey, Episode, Evaluation, Organization
 from ..models.evaluations import new_public_id
-from .archive import RESULT_FILENAME, BundleInvalid, check_members, clean_file_name, expansion_limit, fail, measure, read_member
+from .archive import READ_ERRORS, RESULT_FILENAME, BundleInvalid, check_members, clean_file_name, expansion_limit, fail, measure, read_member
 from .document import parse_result, validate
 from .media import store_videos
 from .write import write_evaluation
@@ -116,7 +116,7 @@ def _open_archive(fileobj: IO[bytes]) -> tuple[zipfile.ZipFile, str, int, str]:
         raise fail("bundle", "the upload is empty; send the .zip that rlmesh.Recorder.export() wrote")
     try:
         return zipfile.ZipFile(fileobj), file_name, size, sha256
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+    except (zipfile.LargeZipFile, *READ_ERRORS) as exc:
         raise fail("bundle", f"not a zip archive ({exc}); send the .zip that rlmesh.Recorder.export() wrote") from None
 
 

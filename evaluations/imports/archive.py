@@ -6,8 +6,10 @@ Errors are :class:`BundleInvalid` with a path naming the upload (``bundle``) or 
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import re
+import struct
 import zipfile
 import zlib
 from typing import IO
@@ -16,14 +18,21 @@ from django.conf import settings
 
 from ..planning import RequestInvalid
 
-__all__ = ["BundleInvalid", "CHUNK", "expansion_limit", "RESULT_FILENAME", "check_members", "clean_file_name", "fail", "measure",
+__all__ = ["BundleInvalid", "CHUNK", "COMPRESSION_METHODS", "READ_ERRORS", "expansion_limit", "RESULT_FILENAME", "check_members", "clean_file_name", "fail", "measure",
            "read_head", "read_member", "unsafe_name"]
 
 RESULT_FILENAME = "result.json"
 CHUNK = 1024 * 1024
 _DRIVE = re.compile(r"^[A-Za-z]:")
-#: Errors reading a zip member (a bad CRC, a truncated or unsupported entry).
-READ_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError)
+#: What zipfile raises for a malformed archive, opening it or reading a member: a bad CRC, a truncated or unsupported
+#: entry, and offsets past either end. Which one depends on the file object: a seek before the start is an OSError on
+#: a temporary file (a raw body) but a ValueError on an in-memory upload (a multipart one), and a member name
+#: flagged UTF-8 that is not is a UnicodeDecodeError (a ValueError too).
+READ_ERRORS = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, struct.error, OSError, EOFError, NotImplementedError,
+               RuntimeError, ValueError, OverflowError)
+#: Compression methods a bundle may use: what ``rlmesh.Recorder.export()`` (Python's zipfile) writes. Others
+#: (bzip2, LZMA, …) are refused before anything is decompressed.
+COMPRESSION_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
 
 
 class BundleInvalid(RequestInvalid):
@@ -96,6 +105,9 @@ def check_members(archive: zipfile.ZipFile, *, max_bytes: int) -> tuple[dict[str
             raise fail(f"bundle:{name}", problem)
         if info.flag_bits & 0x1:
             raise fail(f"bundle:{name}", "is encrypted; export the bundle without a password")
+        if info.compress_type not in COMPRESSION_METHODS:
+            raise fail(f"bundle:{name}", f"uses compression method {info.compress_type}; a bundle's members are stored "
+                       "or deflated (as rlmesh.Recorder.export() writes them)")
         if info.is_dir():
             continue
         if name in files:

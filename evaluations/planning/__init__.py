@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..models import Organization
 from .compatibility import compatibility_errors, compatibility_warnings
+from .limits import refuse_oversized_evaluation
 from .parse import MAX_JSON_DEPTH, RequestInvalid, check_json_values, parse_request_body
 from .plan import Plan, PlannedModel, PlannedTask, PlannedWorkload, live_warnings, no_worker_warning, shard_ranges
 from .references import reference_errors, resolve_models
@@ -57,8 +58,10 @@ def validate_schema(data: dict, *, organization: Organization) -> dict:
 def plan_evaluation(data: dict, *, organization: Organization) -> Plan:
     """Validate ``data`` (a parsed request object) and expand it into a :class:`Plan`. Writes nothing.
 
-    Raises RequestInvalid listing every problem found, each with its JSON path.
+    Raises RequestInvalid listing every problem found, each with its JSON path; a request over the workload or
+    episode caps by its counts alone is refused first, before any per-model or per-task work (``planning.limits``).
     """
+    refuse_oversized_evaluation(data)
     warnings = unknown_field_warnings(data)
     req = validate_schema(data, organization=organization)
     errors: list[dict] = []

@@ -21,7 +21,8 @@ from ..crypto import encrypt
 from ..models import Organization
 from ..prebuilt.catalog import AGENT_ENDPOINT_MODEL
 from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
-from .agent_schema import MAX_PARAMS_BYTES, MAX_TASK_IDS, AgentRunRequestSerializer, agent_unknown_field_warnings
+from .agent_schema import MAX_PARAMS_BYTES, AgentRunRequestSerializer, agent_unknown_field_warnings
+from .limits import agent_run_size_errors, refuse_oversized_agent_run
 from .parse import RequestInvalid
 from .plan import Plan, PlannedModel, PlannedTask
 from .schema import flatten_errors
@@ -136,8 +137,6 @@ def _task_errors(req: dict, scenarios: dict, errors: list[dict]) -> list[tuple[s
     ids = req["task_ids"]
     if not ids:
         errors.append({"path": "task_ids", "message": "must list at least one task id"})
-    if len(ids) > MAX_TASK_IDS:
-        errors.append({"path": "task_ids", "message": f"at most {MAX_TASK_IDS} task ids"})
     found, seen = [], set()
     for i, task_id in enumerate(ids):
         if task_id in seen:
@@ -157,13 +156,7 @@ def _task_errors(req: dict, scenarios: dict, errors: list[dict]) -> list[tuple[s
 
 
 def _cap_errors(req: dict, n_tasks: int, errors: list[dict]) -> None:
-    rollouts = req["rollouts_per_example"]
-    if rollouts > settings.RLMESH_MAX_EPISODES_PER_TASK:
-        errors.append({"path": "rollouts_per_example",
-                       "message": f"at most {settings.RLMESH_MAX_EPISODES_PER_TASK} rollouts per task"})
-    elif rollouts * n_tasks > settings.RLMESH_MAX_EPISODES_PER_EVALUATION:
-        errors.append({"path": "rollouts_per_example", "message": f"{rollouts} × {n_tasks} tasks = "
-                       f"{rollouts * n_tasks} rollouts; at most {settings.RLMESH_MAX_EPISODES_PER_EVALUATION} a run"})
+    errors += agent_run_size_errors(n_tasks, req["rollouts_per_example"])
     if req["workers"] > settings.RLMESH_MAX_WORKERS_PER_TASK:
         errors.append({"path": "workers", "message": f"at most {settings.RLMESH_MAX_WORKERS_PER_TASK} workers"})
 
@@ -216,6 +209,7 @@ def plan_agent_run(data: dict, *, organization: Organization) -> AgentPlan:
 
     Raises RequestInvalid listing every problem, each with its JSON path (``task_ids[1]``, ``endpoint.url``).
     """
+    refuse_oversized_agent_run(data)  # counted before any per-task work (planning.limits)
     warnings = agent_unknown_field_warnings(data)
     req = _validated(data)
     errors: list[dict] = []

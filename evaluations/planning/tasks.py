@@ -13,6 +13,7 @@ from ..domain import perturbations
 from ..domain.outcomes import SUCCESS_LABEL, criterion_problems
 from ..models import Organization
 from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
+from .limits import evaluation_caps
 from .plan import PlannedTask
 
 __all__ = ["check_tasks", "find_scenario", "parse_record", "success_criterion"]
@@ -167,7 +168,21 @@ def _success_warnings(task: dict, criterion: dict | None, env: ResolvedImage, pa
                         "survive to succeed; every episode will count as a failure")
 
 
-def _check_task(i: int, task: dict, organization: Organization, errors: list[dict], warnings: list[str]) -> PlannedTask | None:
+def _resolve_env(ref: str, organization: Organization, memo: dict) -> ResolvedImage:
+    """``resolve_reference`` for an env, once per reference in one request (its tasks mostly name one env: two queries
+    per task were most of a large preview's time); a ReferenceError_ is remembered and raised again."""
+    if ref not in memo:
+        try:
+            memo[ref] = resolve_reference(ref, kind=ImageKind.ENV, organization=organization)
+        except ReferenceError_ as exc:
+            memo[ref] = exc
+    if isinstance(memo[ref], ReferenceError_):
+        raise memo[ref]
+    return memo[ref]
+
+
+def _check_task(i: int, task: dict, organization: Organization, errors: list[dict], warnings: list[str],
+                envs: dict) -> PlannedTask | None:
     path = f"tasks[{i}]"
     before = len(errors)
     _caps(task, path, errors, warnings)
@@ -182,7 +197,7 @@ def _check_task(i: int, task: dict, organization: Organization, errors: list[dic
         errors.append({"path": f"{path}.record", "message": str(exc)})
         record = "none"
     try:
-        env = resolve_reference(task["env"], kind=ImageKind.ENV, organization=organization)
+        env = _resolve_env(task["env"], organization, envs)
     except ReferenceError_ as exc:
         errors.append({"path": f"{path}.env", "message": str(exc)})
         return None
@@ -213,14 +228,7 @@ def check_tasks(tasks: list[dict], *, models: int, organization: Organization, e
                 warnings: list[str]) -> list[PlannedTask]:
     """Check every task (schema-valid dicts) and the evaluation-wide caps for ``models`` models; append problems to
     ``errors``/``warnings``; return the tasks that passed their own checks."""
-    planned = [t for i, task in enumerate(tasks) if (t := _check_task(i, task, organization, errors, warnings))]
-    total = sum(t["episodes"] for t in tasks) * max(1, models)
-    if models * len(tasks) > settings.RLMESH_MAX_WORKLOADS_PER_EVALUATION:
-        errors.append({
-            "path": "tasks",
-            "message": f"{models} models × {len(tasks)} tasks = {models * len(tasks)} workloads; "
-            f"at most {settings.RLMESH_MAX_WORKLOADS_PER_EVALUATION} per evaluation",
-        })
-    if total > settings.RLMESH_MAX_EPISODES_PER_EVALUATION:
-        errors.append({"path": "tasks", "message": f"{total} episodes in total; at most {settings.RLMESH_MAX_EPISODES_PER_EVALUATION} per evaluation"})
+    envs: dict = {}
+    planned = [t for i, task in enumerate(tasks) if (t := _check_task(i, task, organization, errors, warnings, envs))]
+    errors += evaluation_caps(models, len(tasks), sum(t["episodes"] for t in tasks))
     return planned

@@ -40,13 +40,15 @@ REFRESH_REUSE_GRACE_SECONDS = 10
 
 
 class OAuthError(Exception):
-    """An RFC 6749/8628 error: rendered as HTTP 400 ``{"error", "error_description"}``."""
+    """An RFC 6749/8628 error: rendered as HTTP 400 ``{"error", "error_description"}``. ``unknown_credential``: the
+    device code or refresh token matched nothing (a guess, counted by the sign-in limit), not a known one misused."""
 
-    def __init__(self, error: str, description: str = "", status: int = 400):
+    def __init__(self, error: str, description: str = "", status: int = 400, *, unknown_credential: bool = False):
         super().__init__(description or error)
         self.error = error
         self.description = description
         self.status = status
+        self.unknown_credential = unknown_credential
 
 
 def check_client(client_id: str) -> None:
@@ -117,7 +119,7 @@ def redeem_device_code(*, device_code: str, client_id: str) -> dict:
     with transaction.atomic():
         record = DeviceAuthorization.objects.select_for_update().filter(device_code_hash=hash_secret(device_code)).first()
         if record is None or record.client_id != client_id:
-            error = OAuthError("invalid_grant", "unknown device_code")
+            error = OAuthError("invalid_grant", "unknown device_code", unknown_credential=True)
         elif record.status == DeviceAuthorization.Status.REDEEMED:
             error = OAuthError("invalid_grant", "this device code was already used")
         elif record.status == DeviceAuthorization.Status.DENIED:
@@ -175,7 +177,7 @@ def refresh_session(*, refresh_token: str, client_id: str, organization_id: str 
         .first()
     )
     if token is None:
-        raise OAuthError("invalid_grant", "unknown refresh token")
+        raise OAuthError("invalid_grant", "unknown refresh token", unknown_credential=True)
     session = token.session
     if session.revoked_at is not None:
         raise OAuthError("invalid_grant", "this session was signed out")

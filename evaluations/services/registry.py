@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -26,7 +27,8 @@ from ..models import ApiKey, ImageRepository, ImageVersion, Membership, Organiza
 from ..models.images import PREBUILT_NAMESPACE
 from .identity import InvalidToken, decode_access_token
 
-__all__ = ["Grantee", "authenticate_basic", "ensure_keys", "granted_actions", "issue_token", "record_push", "registry_config"]
+__all__ = ["Grantee", "authenticate_basic", "ensure_keys", "granted_actions", "is_repository_name", "issue_token", "record_push",
+           "registry_config"]
 
 SERVICE = "rlmesh-registry"
 ISSUER = "rlmesh-platform"
@@ -149,12 +151,30 @@ def authenticate_basic(username: str, password: str) -> Grantee | None:
     return Grantee(f"user_{user.pk}", pull, push)
 
 
+#: A path component of a repository name in the distribution reference grammar (distribution/reference,
+#: ``reference.go``): lowercase alphanumerics, separated by one ``.``, one or two ``_``, or any number of ``-``.
+_PATH_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*")
+#: The grammar's limit on a whole repository name, in characters.
+MAX_REPOSITORY_NAME = 255
+
+
+def is_repository_name(name: str) -> bool:
+    """Whether ``name`` (``ns/repo[/more]``, no registry host) is a repository name the distribution reference grammar
+    allows: path components joined by ``/``, at most 255 characters. ``ns/../other/x``, ``ns//x``, ``NS/x`` and
+    ``ns/x:tag`` are not."""
+    return len(name) <= MAX_REPOSITORY_NAME and all(_PATH_COMPONENT.fullmatch(c) for c in name.split("/"))
+
+
 def granted_actions(grantee: Grantee, scope: str) -> dict | None:
-    """The ``access`` entry for one requested scope (``repository:ns/name:pull,push``), keeping only what is allowed."""
+    """The ``access`` entry for one requested scope (``repository:ns/name:pull,push``), keeping only what is allowed;
+    None (nothing granted, not even an empty entry) for a scope of another type or a name that is not a repository
+    name (:func:`is_repository_name`)."""
     parts = scope.split(":")
     if len(parts) < 3 or parts[0] != "repository":
         return None
     name, requested = ":".join(parts[1:-1]), set(parts[-1].split(","))
+    if not is_repository_name(name):
+        return None
     namespace = name.split("/", 1)[0]
     allowed = set()
     if "pull" in requested and (grantee.pull_everything or namespace in grantee.pull):
@@ -196,7 +216,7 @@ def record_push(event: dict) -> ImageVersion | None:
     if event.get("action") != "push" or target.get("mediaType") not in MANIFEST_TYPES:
         return None
     repository, digest, tag = target.get("repository", ""), target.get("digest", ""), target.get("tag") or ""
-    if "/" not in repository or not digest.startswith("sha256:"):
+    if "/" not in repository or not is_repository_name(repository) or not digest.startswith("sha256:"):
         return None
     namespace, name = repository.split("/", 1)
     if namespace == PREBUILT_NAMESPACE or not Organization.objects.filter(slug=namespace).exists():

@@ -268,6 +268,8 @@ INVALID_BUNDLES = {
     "a truncated zip": (lambda: FIXTURE.read_bytes()[:5000], "bundle", "not a zip archive"),
     "path traversal": (lambda: _zip_with("../../evil.sh", b"#!/bin/sh"), "bundle:../../evil.sh", "path traversal"),
     "absolute member": (lambda: _zip_with("/etc/cron.d/evil", b"x"), "bundle:/etc/cron.d/evil", "absolute path"),
+    "an LZMA member": (lambda: _zip_with("notes.txt", b"x" * 100, compress_type=zipfile.ZIP_LZMA), "bundle:notes.txt", "compression method 14"),
+    "a bzip2 member": (lambda: _zip_with("notes.txt", b"x" * 100, compress_type=zipfile.ZIP_BZIP2), "bundle:notes.txt", "compression method 12"),
     "backslash member": (lambda: _zip_with("..\\evil.txt", b"x"), "bundle:..\\evil.txt", "backslash"),
     "missing result.json": (lambda: make_bundle(drop=("result.json",)), "bundle:result.json", "is missing"),
     "result.json not JSON": (lambda: make_bundle(replace={"result.json": b"{\"schema\": "}), "result.json$", "not valid JSON"),
