@@ -52,8 +52,8 @@ def _port() -> int:
 
 def _serve(args: list[str], *, nodelay: bool) -> subprocess.Popen:
     """``rlmesh.serve <args>`` as the local runtime starts it (with or without the TCP_NODELAY launcher)."""
-    launcher = [tcp_nodelay.__file__] if nodelay else ["-m", "rlmesh.serve"]
-    return subprocess.Popen([sys.executable, *launcher, *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+    launcher = [tcp_nodelay.__file__] if nodelay else []
+    return subprocess.Popen([sys.executable, *launcher, "-m", "rlmesh.serve", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 

@@ -115,6 +115,9 @@ def test_a_local_model_server_listens_with_tcp_nodelay(settings, forkserver, ena
             time.sleep(0.01)
         assert _listener_nodelay(pid) == (1 if enabled else 0)
         assert ("TCP_NODELAY set on 1 listening socket" in server.log_tail()) is enabled
+        # ps and ``pgrep -f rlmesh.serve`` (operators, tests/support/live.py) still find it, launcher or not.
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            assert b"rlmesh.serve" in cmdline.read()
     finally:
         server.stop()
 

@@ -108,7 +108,7 @@ def interpreter_for(source: str) -> tuple[str, str]:
 def serve_command(python: str, args: list[str], *, nodelay: bool) -> list[str]:
     """The command line serving ``rlmesh.serve <args>`` on ``python``: through :mod:`.tcp_nodelay` (run as a file, so
     any venv's interpreter runs it) when ``nodelay``, else ``python -m rlmesh.serve`` itself."""
-    return [python, tcp_nodelay.__file__, *args] if nodelay else [python, "-m", "rlmesh.serve", *args]
+    return [python, *([tcp_nodelay.__file__] if nodelay else []), "-m", "rlmesh.serve", *args]
 
 
 class LocalRuntime(RuntimeBackend):

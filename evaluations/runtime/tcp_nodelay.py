@@ -10,7 +10,8 @@ listening socket, so setting it on rlmesh's listener (found among the process's 
 every connection accepted after that; the few accepted before it (a readiness probe) get it set directly.
 
 Standard library only, so it runs in any venv's interpreter (``python+<venv>://`` sources): the local runtime starts
-servers as ``python <this file> <rlmesh.serve arguments>``, and the forkserver calls :func:`watch` before it runs
+servers as ``python <this file> -m rlmesh.serve <arguments>`` (the command line still names ``rlmesh.serve``, for
+``ps`` and ``pgrep -f``), and the forkserver calls :func:`watch` before it runs
 ``rlmesh.serve`` in the forked child.
 """
 
@@ -106,10 +107,13 @@ def _address(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str]) -> None:
-    """``python tcp_nodelay.py <rlmesh.serve arguments>``: :func:`watch` (when ``--address`` is TCP), then run
+    """``python tcp_nodelay.py -m rlmesh.serve <arguments>``: :func:`watch` (when ``--address`` is TCP), then run
     ``rlmesh.serve`` in this process."""
     import runpy
 
+    if argv[:2] != ["-m", "rlmesh.serve"]:
+        raise SystemExit("usage: python tcp_nodelay.py -m rlmesh.serve <rlmesh.serve arguments>")
+    argv = argv[2:]
     sys.path.pop(0)  # this file's directory: the server imports the platform by package, never this folder's modules
     sys.argv = ["rlmesh.serve", *argv]
     if is_tcp(_address(argv)):
