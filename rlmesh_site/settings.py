@@ -27,7 +27,6 @@ from rlmesh_site.private_files import private_folder, private_sqlite_file
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("RLMESH_VAR_DIR", BASE_DIR / "var"))
 
-
 # ----------------------------------------------------------------------- core
 PRODUCTION = os.environ.get("RLMESH_ENV", "development") == "production"
 DEBUG = env_bool("DEBUG", not PRODUCTION)
@@ -367,6 +366,7 @@ RLMESH_PYTHON_ENVS = {"metaworld": os.environ.get("RLMESH_METAWORLD_PYTHON", str
 RLMESH_SHARE_MODEL_SERVERS = env_bool("RLMESH_SHARE_MODEL_SERVERS", True)
 #: Fork local servers from a preloaded forkserver (ready in ~30 ms) instead of starting a fresh interpreter (~0.5 s).
 RLMESH_LOCAL_FORKSERVER = env_bool("RLMESH_LOCAL_FORKSERVER", True)
+RLMESH_TCP_NODELAY = env_bool("RLMESH_TCP_NODELAY", True)  # on local TCP listeners: docs/working/image-transport.md
 #: Where the local runtime keeps unix sockets and server logs.
 RLMESH_RUN_DIR = Path(os.environ.get("RLMESH_RUN_DIR", VAR_DIR / "run"))
 #: Seconds an env or model server may take to accept a handshake after it is started.

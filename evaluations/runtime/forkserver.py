@@ -10,7 +10,7 @@ own command line.
 
 Python's ``multiprocessing`` forkserver does the same but cannot be used from Celery's pool processes (billiard marks
 them daemonic and its authentication keys do not pickle), hence this small one: one JSON line per request on the
-forkserver's stdin (``{"args", "env", "log", "cwd"}``), one line back (``{"pid", "start"}``).
+forkserver's stdin (``{"args", "env", "log", "cwd", "nodelay"}``), one line back (``{"pid", "start"}``).
 """
 
 from __future__ import annotations
@@ -64,6 +64,10 @@ def _serve(request: dict) -> None:  # in the forked child: becomes the server, n
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
         sys.argv = ["rlmesh.serve", *request["args"]]
+        if request.get("nodelay"):
+            from .tcp_nodelay import watch
+
+            watch()  # TCP_NODELAY on the listener rlmesh.serve is about to bind
         runpy.run_module("rlmesh.serve", run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:
@@ -157,12 +161,13 @@ def warm_up() -> None:
         _forkserver()
 
 
-def start(args: list[str], *, env: dict, log_path: str, cwd: str) -> ForkedProcess:
+def start(args: list[str], *, env: dict, log_path: str, cwd: str, nodelay: bool = False) -> ForkedProcess:
     """Fork ``rlmesh.serve <args>`` from this process's forkserver with ``env`` as its whole environment and its output
-    appended to ``log_path``; returns at once (readiness is the caller's business). Raises OSError if the forkserver
+    appended to ``log_path``; returns at once (readiness is the caller's business). ``nodelay``: set ``TCP_NODELAY`` on
+    the server's TCP listener (:func:`~evaluations.runtime.tcp_nodelay.watch`). Raises OSError if the forkserver
     cannot fork (a fresh one is started on the next call)."""
     with _lock:
-        return _forkserver().fork({"args": args, "env": env, "log": log_path, "cwd": cwd})
+        return _forkserver().fork({"args": args, "env": env, "log": log_path, "cwd": cwd, "nodelay": nodelay})
 
 
 if __name__ == "__main__":

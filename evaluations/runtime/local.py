@@ -1,8 +1,9 @@
 """The ``local`` runtime: trusted sources served as real ``python -m rlmesh.serve`` subprocesses on loopback.
 
 Envs listen on a unix socket (faster than TCP for image observations, and no port to race for); models
-on a free TCP port on 127.0.0.1 (rlmesh's model client accepts only TCP). Every server runs in its own
-process group with ``PR_SET_PDEATHSIG`` so it dies with the worker that started it, even on SIGKILL.
+on a free TCP port on 127.0.0.1 (rlmesh's model client accepts only TCP), with ``TCP_NODELAY`` set on their listener
+(:mod:`~evaluations.runtime.tcp_nodelay`; ``RLMESH_TCP_NODELAY``), which rlmesh does not set: without it an image
+observation stalls ~40 ms per predict. Every server runs in its own process group with ``PR_SET_PDEATHSIG`` so it dies with the worker that started it, even on SIGKILL.
 Only trusted sources (``python://`` from the prebuilt catalog) are ever started here.
 """
 
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from . import forkserver
+from . import forkserver, tcp_nodelay
 from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections
 
 _PR_SET_PDEATHSIG = 1
@@ -104,6 +105,12 @@ def interpreter_for(source: str) -> tuple[str, str]:
     return str(python), target
 
 
+def serve_command(python: str, args: list[str], *, nodelay: bool) -> list[str]:
+    """The command line serving ``rlmesh.serve <args>`` on ``python``: through :mod:`.tcp_nodelay` (run as a file, so
+    any venv's interpreter runs it) when ``nodelay``, else ``python -m rlmesh.serve`` itself."""
+    return [python, *([tcp_nodelay.__file__] if nodelay else []), "-m", "rlmesh.serve", *args]
+
+
 class LocalRuntime(RuntimeBackend):
     """Serve trusted ``python://module:Target`` (or ``python+<venv>://``) sources as subprocesses (see module
     docstring)."""
@@ -125,9 +132,9 @@ class LocalRuntime(RuntimeBackend):
         else:
             address = f"127.0.0.1:{_free_port()}"
             argv = [target]
-        cmd = [python, "-m", "rlmesh.serve", *argv, "--address", address]
-        if spec.kwargs:
-            cmd += ["--kwargs-json", json.dumps(spec.kwargs)]
+        args = [*argv, "--address", address] + (["--kwargs-json", json.dumps(spec.kwargs)] if spec.kwargs else [])
+        nodelay = settings.RLMESH_TCP_NODELAY and tcp_nodelay.is_tcp(address)
+        cmd = serve_command(python, args, nodelay=nodelay)
         env = {
             **os.environ,
             "RLMESH_WORKFLOW_EDITION": settings.RLMESH_WORKFLOW_EDITION,
@@ -139,7 +146,8 @@ class LocalRuntime(RuntimeBackend):
         proc = None
         if python == sys.executable and settings.RLMESH_LOCAL_FORKSERVER:
             try:
-                proc = forkserver.start(cmd[3:], env=env, log_path=str(log_path), cwd=str(settings.BASE_DIR))
+                proc = forkserver.start(args, env=env, log_path=str(log_path), cwd=str(settings.BASE_DIR),
+                                        nodelay=nodelay)
             except OSError:
                 proc = None  # a broken forkserver costs speed, never the episode: start a fresh interpreter
         if proc is None:  # another venv's interpreter (python+<venv>://), or the forkserver turned off
