@@ -14,7 +14,8 @@ API (stable; the env server calls exactly these two):
 dict its ``reset`` / ``set_init_state`` / ``step`` returned. Keys (positions in metres, world frame; quaternions
 ``(x, y, z, w)`` as robosuite's observations give them):
 
-* ``eef_pos`` (3), ``eef_quat`` (4), ``gripper_qpos`` (2: left finger ≥ 0, right ≤ 0; ≈ ±0.04 open);
+* ``eef_pos`` (3), ``eef_quat`` (4), ``gripper_qpos`` (2: left finger ≥ 0, right ≤ 0; ≈ ±0.04 open),
+  ``gripper_qvel`` (2, per second: the fingers still moving or stopped on something);
 * ``<object>_pos`` (3), ``<object>_quat`` (4) for every BDDL object (``env.env.objects_dict``) and fixture
   (``env.env.fixtures_dict``): the body's origin;
 * ``<site>_pos`` (3), ``<site>_quat`` (4) for every BDDL region that is a MuJoCo site (e.g.
@@ -112,7 +113,7 @@ def privileged_space(env: Any):
     def box(n: int) -> Any:
         return gym.spaces.Box(low=-np.inf, high=np.inf, shape=(n,), dtype=np.float64)
 
-    spaces: dict[str, Any] = {"eef_pos": box(3), "eef_quat": box(4), "gripper_qpos": box(2)}
+    spaces: dict[str, Any] = {"eef_pos": box(3), "eef_quat": box(4), "gripper_qpos": box(2), "gripper_qvel": box(2)}
     for name in [*problem.objects_dict, *problem.fixtures_dict, *_site_names(problem)]:
         spaces[f"{name}_pos"] = box(3)
         spaces[f"{name}_quat"] = box(4)
@@ -128,7 +129,7 @@ def privileged_observation(env: Any, raw_obs: dict) -> dict:
     """The privileged state now: a dict in :func:`privileged_space` ``(env)``.
 
     ``raw_obs`` supplies the end effector and gripper (``robot0_eef_pos``, ``robot0_eef_quat``,
-    ``robot0_gripper_qpos``); poses and joints are read from ``env``'s MuJoCo data.
+    ``robot0_gripper_qpos``, ``robot0_gripper_qvel``); poses and joints are read from ``env``'s MuJoCo data.
     """
     problem = _problem(env)
     data = problem.sim.data
@@ -136,6 +137,7 @@ def privileged_observation(env: Any, raw_obs: dict) -> dict:
         "eef_pos": np.asarray(raw_obs["robot0_eef_pos"], dtype=np.float64).copy(),
         "eef_quat": np.asarray(raw_obs["robot0_eef_quat"], dtype=np.float64).copy(),
         "gripper_qpos": np.asarray(raw_obs["robot0_gripper_qpos"], dtype=np.float64).copy(),
+        "gripper_qvel": np.asarray(raw_obs["robot0_gripper_qvel"], dtype=np.float64).copy(),
     }
     for name in [*problem.objects_dict, *problem.fixtures_dict]:
         body = problem.obj_body_id[name]
