@@ -15,9 +15,12 @@ dict its ``reset`` / ``set_init_state`` / ``step`` returned. Keys (positions in 
 ``(x, y, z, w)`` as robosuite's observations give them):
 
 * ``eef_pos`` (3), ``eef_quat`` (4), ``gripper_qpos`` (2: left finger ≥ 0, right ≤ 0; ≈ ±0.04 open),
-  ``gripper_qvel`` (2, per second: the fingers still moving or stopped on something);
+  ``gripper_qvel`` (2, per second: the fingers still moving or stopped on something), ``eef_vel`` (3, m/s:
+  the hand body's linear velocity, robosuite's ``robot._hand_vel``; a stalled descent reads ≈ 0);
 * ``<object>_pos`` (3), ``<object>_quat`` (4) for every BDDL object (``env.env.objects_dict``) and fixture
   (``env.env.fixtures_dict``): the body's origin;
+* ``<object>_aabb`` (6) for every BDDL object: its collision geoms' world-frame bounding box now,
+  ``(min x, min y, min z, max x, max y, max z)`` (which way a bottle lies, how tall a box is);
 * ``<site>_pos`` (3), ``<site>_quat`` (4) for every BDDL region that is a MuJoCo site (e.g.
   ``wooden_cabinet_1_top_region``, ``flat_stove_1_cook_region``, ``basket_1_contain_region``);
 * ``<fixture>_qpos`` (n) the positions of a fixture's joints in ``fixture.joints`` order (drawer slides in
@@ -84,6 +87,29 @@ def _fixture_joints(problem: Any) -> dict[str, list[str]]:
     return out
 
 
+def _subtree_geoms(model: Any, body: int) -> np.ndarray:
+    bodies = {body}
+    for b in range(body + 1, model.nbody):
+        if int(model.body_parentid[b]) in bodies:
+            bodies.add(b)
+    geoms = np.flatnonzero(np.isin(model.geom_bodyid, list(bodies)))
+    collide = geoms[(model.geom_contype[geoms] != 0) | (model.geom_conaffinity[geoms] != 0)]
+    return collide if collide.size else geoms
+
+
+def _world_aabb(problem: Any, body: int) -> np.ndarray:
+    """World-frame bounding box ``(min xyz, max xyz)`` of a body's (and its children's) collision geoms."""
+    model, data = problem.sim.model, problem.sim.data
+    lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+    for g in _subtree_geoms(model, body):
+        centre, half = model.geom_aabb[g][:3], model.geom_aabb[g][3:]
+        rot = np.asarray(data.geom_xmat[g]).reshape(3, 3)
+        world_centre = data.geom_xpos[g] + rot @ centre
+        world_half = np.abs(rot) @ half
+        lo, hi = np.minimum(lo, world_centre - world_half), np.maximum(hi, world_centre + world_half)
+    return np.concatenate([lo, hi]).astype(np.float64)
+
+
 def goal_text(env: Any) -> str:
     """The BDDL goal predicates as ``"on a b; open c"`` (``parsed_problem["goal_state"]``)."""
     goal = _problem(env).parsed_problem["goal_state"]
@@ -114,9 +140,12 @@ def privileged_space(env: Any):
         return gym.spaces.Box(low=-np.inf, high=np.inf, shape=(n,), dtype=np.float64)
 
     spaces: dict[str, Any] = {"eef_pos": box(3), "eef_quat": box(4), "gripper_qpos": box(2), "gripper_qvel": box(2)}
+    spaces["eef_vel"] = box(3)
     for name in [*problem.objects_dict, *problem.fixtures_dict, *_site_names(problem)]:
         spaces[f"{name}_pos"] = box(3)
         spaces[f"{name}_quat"] = box(4)
+    for name in problem.objects_dict:
+        spaces[f"{name}_aabb"] = box(6)
     for name, joints in _fixture_joints(problem).items():
         spaces[f"{name}_qpos"] = box(len(joints))
     text = gym.spaces.Text(max_length=TEXT_MAX_LENGTH, min_length=1, charset=TEXT_CHARSET)
@@ -138,6 +167,7 @@ def privileged_observation(env: Any, raw_obs: dict) -> dict:
         "eef_quat": np.asarray(raw_obs["robot0_eef_quat"], dtype=np.float64).copy(),
         "gripper_qpos": np.asarray(raw_obs["robot0_gripper_qpos"], dtype=np.float64).copy(),
         "gripper_qvel": np.asarray(raw_obs["robot0_gripper_qvel"], dtype=np.float64).copy(),
+        "eef_vel": np.asarray(problem.robots[0]._hand_vel, dtype=np.float64).reshape(3).copy(),
     }
     for name in [*problem.objects_dict, *problem.fixtures_dict]:
         body = problem.obj_body_id[name]
@@ -148,6 +178,8 @@ def privileged_observation(env: Any, raw_obs: dict) -> dict:
         site = model.site_name2id(name)
         out[f"{name}_pos"] = np.array(data.site_xpos[site], dtype=np.float64)
         out[f"{name}_quat"] = _mat_to_xyzw(data.site_xmat[site])
+    for name in problem.objects_dict:
+        out[f"{name}_aabb"] = _world_aabb(problem, problem.obj_body_id[name])
     for name, joints in _fixture_joints(problem).items():
         out[f"{name}_qpos"] = np.array([float(data.get_joint_qpos(j)) for j in joints], dtype=np.float64)
     out["goal"] = goal_text(env)
