@@ -152,6 +152,17 @@ def test_the_hold_check_accepts_any_point_of_a_bowls_rim():
     assert ex.hold_distance(scene, "akita_black_bowl_1") == pytest.approx(ex.BOWL_RIM)
 
 
+def test_a_bowl_held_by_its_thin_rim_is_carried_not_dropped():
+    """Fingers on a bowl's rim stop 3.5–6 mm apart; closed on nothing they reach ≈ 1–2.5 mm."""
+    scene = _bowl_scene(0.3)
+    scene["eef_pos"] = np.array([0.0, ex.BOWL_RIM, 0.9 + ex.BOWL_GRASP_DZ])
+    scene["gripper_qpos"] = np.array([0.00175, -0.00175])
+    action = ex.plan(scene)
+    assert action[6] == 1.0 and action[2] > 0.5
+    scene["gripper_qpos"] = np.array([0.001, -0.001])
+    assert ex.plan(scene)[6] == -1.0
+
+
 def test_rotation_error_is_the_world_frame_axis_angle():
     quarter_z = np.array([0.0, 0.0, np.sin(np.pi / 4), np.cos(np.pi / 4)])
     assert np.allclose(ex.rotation_error(np.array([0, 0, 0, 1.0]), quarter_z), [0, 0, np.pi / 2])

@@ -45,7 +45,7 @@ ROT_GAIN = 1.0
 #: Finger gap (m, ``qpos[0] - qpos[1]``) above which the gripper counts as open.
 OPEN_GAP = 0.072
 #: Finger gap below which the gripper is closed on nothing.
-EMPTY_GAP = 0.004
+EMPTY_GAP = 0.003
 #: Finger gap speed (m/s) above which the fingers are still moving.
 MOVING = 0.01
 #: Rim grasp: distance from a bowl's centre along world y, and end-effector height above its origin (m).
