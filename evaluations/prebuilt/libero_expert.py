@@ -23,10 +23,15 @@ env sessions at once). The phase is inferred each step, in this order:
 5. fingers stopped part-closed on nothing (a miss) → open;
 6. otherwise **approach**: rise to the hover height, move above the grasp point, descend, close.
 
-Action (7 floats in [-1, 1]): ``[:3]`` position delta = ``clip(GAIN × (waypoint − eef), −1, 1)`` (the
-controller scales 1 to 5 cm), ``[3:6]`` rotation delta toward the gripper pointing straight down, ``[6]`` gripper
-(+1 close, −1 open). Grasp points: a bowl is gripped on its rim, 4.5 cm from its centre along world y (the axis
-the fingers open on), on the side away from its neighbours; anything else straight down on its origin.
+Action (7 floats in [-1, 1]): ``[:3]`` position delta ``GAIN × (waypoint − eef)``, at least ``MIN_STEP`` outside a
+3 mm dead band, clipped (the controller scales 1 to 5 cm); ``[3:6]`` rotation delta toward the gripper pointing
+straight down with the grasp's yaw (1 unit = 0.5 rad); ``[6]`` gripper (+1 close, −1 open).
+
+Grasps: a bowl on its rim, 4.5 cm from its centre and 2.7 cm above its origin, the fingers opening radially —
+on the side (±y) with more room among its neighbours (articulated fixtures count as 15 cm discs), or across
+the slide direction when the bowl sits in an open drawer. Anything else from above at its bounding box's
+centre (``<object>_aabb``), the fingers across its shorter horizontal side. A carried object clears the tops
+of nearby articulated fixtures. Only ``on`` / ``in`` goals are attempted (not ``open``, ``turnon``, …).
 """
 
 from __future__ import annotations
