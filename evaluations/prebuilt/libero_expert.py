@@ -1,0 +1,369 @@
+"""``prebuilt/libero-expert``: a **privileged scripted** pick-and-place policy for LIBERO (not a learned policy).
+
+It reads the simulator's ground truth that ``prebuilt/libero`` puts under ``observation["privileged"]`` when
+made with ``privileged: true`` (:mod:`evaluations.prebuilt.libero_privileged`: object and region poses,
+end effector, gripper, the BDDL goal) and moves the end effector through waypoints with LIBERO's default
+OSC_POSE delta controller. It is the baseline a VLA is compared against, and the proof that success on a
+task is reachable and measured correctly; a model that sees only images cannot read this state.
+
+Served from ``.venv-libero``::
+
+    .venv-libero/bin/python -m rlmesh.serve evaluations.prebuilt.libero_expert:LiberoExpert \\
+        --address 127.0.0.1:7310
+
+**Stateless**: every action is a function of the current privileged state only (one server may serve several
+env sessions at once). The phase is inferred each step, in this order:
+
+1. the goal predicate to work on: the first ``on`` / ``in`` predicate of ``goal`` not yet met geometrically
+   (none left → hold still, gripper open);
+2. fingers opening (gap growing) → keep opening and rise above the object (after a release or a miss);
+3. fingers stopped on something with the object's grasp point between them → **carry**: rise to the carry
+   height, move so the object's centre is above the destination, lower, and open at the release height;
+4. fingers closing at the grasp point → hold still and keep closing;
+5. fingers stopped part-closed on nothing (a miss) → open;
+6. otherwise **approach**: rise to the hover height, move above the grasp point, descend, close.
+
+Action (7 floats in [-1, 1]): ``[:3]`` position delta ``GAIN × (waypoint − eef)``, at least ``MIN_STEP`` outside a
+3 mm dead band, clipped (the controller scales 1 to 5 cm); ``[3:6]`` rotation delta toward the gripper pointing
+straight down with the grasp's yaw (1 unit = 0.5 rad); ``[6]`` gripper (+1 close, −1 open).
+
+Grasps: a bowl on its rim, 4.5 cm from its centre and 2.7 cm above its origin, the fingers opening radially —
+on the side (±y) with more room among its neighbours (articulated fixtures count as 15 cm discs), or across
+the slide direction when the bowl sits in an open drawer. Anything else from above at its bounding box's
+centre (``<object>_aabb``), the fingers across its shorter horizontal side. A carried object clears the tops
+of nearby articulated fixtures. Only ``on`` / ``in`` goals are attempted (not ``open``, ``turnon``, …).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import rlmesh
+
+#: Position gain: action units per metre of waypoint error (1 unit = 5 cm of OSC_POSE delta).
+GAIN = 12.0
+#: Smallest position step (action units) while the waypoint is more than 3 mm away.
+MIN_STEP = 0.25
+#: Rotation gain: action units per radian of orientation error (1 unit = 0.5 rad).
+ROT_GAIN = 1.0
+#: Finger gap (m, ``qpos[0] - qpos[1]``) above which the gripper counts as open.
+OPEN_GAP = 0.072
+#: Finger gap below which the gripper is closed on nothing.
+EMPTY_GAP = 0.003
+#: Finger gap speed (m/s) above which the fingers are still moving.
+MOVING = 0.01
+#: Rim grasp: distance from a bowl's centre along world y, and end-effector height above its origin (m).
+BOWL_RIM = 0.045
+BOWL_GRASP_DZ = 0.027
+#: End-effector height above a non-bowl object's origin when grasping (m).
+GRASP_DZ = 0.0
+#: How far below an object's top the end effector may go when grasping it from above (m).
+FINGER_DEPTH = 0.035
+#: Hover height above the grasp point before descending (m).
+HOVER = 0.10
+#: Clearance of the carried object's origin above the destination when releasing (m).
+RELEASE_CLEARANCE = {"on": 0.045, "in": 0.03}
+#: Carry height of the object's origin above the destination's (m).
+CARRY = 0.15
+#: Articulated fixtures count as discs of this radius when choosing the free side of a bowl (m).
+FIXTURE_RADIUS = 0.15
+#: A carried object clears the tops of articulated fixtures near it by this much (m).
+FIXTURE_CLEARANCE = 0.06
+#: xy tolerance to start descending onto the grasp point / the release point (m).
+XY_TOL = 0.01
+RELEASE_XY_TOL = 0.02
+#: A descent that stops (hand slower than STALL_SPEED m/s) within STALL_ABOVE m above the grasp point closes there.
+STALL_ABOVE = 0.035
+STALL_SPEED = 0.005
+#: Distance from the grasp point within which the fingers hold the object (m).
+HOLD_TOL = 0.05
+#: A goal object counts as placed when its centre is this close (xy, m) to the destination's.
+PLACED_XY = 0.05
+
+#: Gripper pointing straight down, x-axis forward: robosuite's default end-effector orientation (x, y, z, w).
+DOWN = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        value = value.item() if value.shape == () else value.tolist()
+    if isinstance(value, (list, tuple)):
+        value = value[0] if value else ""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def parse_goal(text: str) -> list[list[str]]:
+    """``"on a b; in c d"`` → ``[["on", "a", "b"], ["in", "c", "d"]]`` (the privileged ``goal`` text)."""
+    return [part.split() for part in str(text).split(";") if part.strip()]
+
+
+def _vec(priv: dict, key: str) -> np.ndarray:
+    return np.asarray(priv[key], dtype=np.float64).reshape(-1)
+
+
+def _body_of(priv: dict, name: str) -> str | None:
+    """The pose key prefix for a BDDL name: the name itself, or the object a ``<obj>_<region>`` belongs to."""
+    if f"{name}_pos" in priv:
+        return name
+    parts = name.split("_")
+    for cut in range(len(parts) - 1, 0, -1):
+        prefix = "_".join(parts[:cut])
+        if f"{prefix}_pos" in priv:
+            return prefix
+    return None
+
+
+def _is_bowl(name: str) -> bool:
+    return "bowl" in name
+
+
+def _placed(priv: dict, predicate: str, obj: str, target: str) -> bool:
+    """Geometric stand-in for the BDDL predicate: the object rests near the destination's centre."""
+    p, t = _vec(priv, f"{obj}_pos"), _vec(priv, f"{target}_pos")
+    return bool(np.linalg.norm(p[:2] - t[:2]) < PLACED_XY and -0.05 < p[2] - t[2] < 0.12)
+
+
+def current_goal(priv: dict) -> tuple[str, str, str] | None:
+    """The first ``(predicate, object, destination)`` pick-and-place goal not yet met, or ``None``."""
+    for pred in parse_goal(_text(priv["goal"])):
+        if len(pred) != 3 or pred[0] not in ("on", "in"):
+            continue
+        obj, target = _body_of(priv, pred[1]), _body_of(priv, pred[2])
+        if target is not None and f"{pred[2]}_pos" in priv:
+            target = pred[2]
+        if obj is None or target is None:
+            continue
+        if not _placed(priv, pred[0], obj, target):
+            return pred[0], obj, target
+    return None
+
+
+def _fixtures(priv: dict) -> list[str]:
+    """Articulated fixtures (those with joint positions: cabinets, stoves)."""
+    return [k[: -len("_qpos")] for k in priv if k.endswith("_qpos") and k != "gripper_qpos"]
+
+
+def _neighbours(priv: dict, obj: str) -> list[tuple[np.ndarray, float]]:
+    """``(position, radius)`` of every other body: objects as points, articulated fixtures as
+    :data:`FIXTURE_RADIUS` discs (a cabinet's origin is far from its walls)."""
+    fixtures = set(_fixtures(priv))
+    names = {k[: -len("_pos")] for k in priv if k.endswith("_pos") and k != "eef_pos"}
+    out = []
+    for name in names:
+        if name == obj or f"{name}_quat" not in priv or "region" in name or name.endswith("_side"):
+            continue
+        if name.startswith("main_table") or name.startswith("floor") or name.startswith("kitchen_table"):
+            continue
+        out.append((_vec(priv, f"{name}_pos"), FIXTURE_RADIUS if name in fixtures else 0.0))
+    return out
+
+
+def _clearance_height(priv: dict, obj: str) -> float:
+    """Lowest safe carry height of ``obj``'s origin over nearby articulated fixtures (their sites' tops)."""
+    pos, top = _vec(priv, f"{obj}_pos"), -np.inf
+    for fixture in _fixtures(priv):
+        if np.linalg.norm(_vec(priv, f"{fixture}_pos")[:2] - pos[:2]) > 0.3:
+            continue
+        for key in priv:
+            if key.startswith(fixture) and key.endswith("_pos") and f"{key[: -len('_pos')]}_quat" in priv:
+                top = max(top, float(_vec(priv, key)[2]))
+    return top + FIXTURE_CLEARANCE
+
+
+def _inside_fixture(priv: dict, obj: str) -> np.ndarray | None:
+    """xy direction from an articulated fixture (drawer cabinet) out to ``obj`` if ``obj`` sits in it."""
+    pos = _vec(priv, f"{obj}_pos")
+    for key in priv:
+        if not key.endswith("_qpos") or key == "gripper_qpos":
+            continue
+        fixture = _vec(priv, f"{key[: -len('_qpos')]}_pos")
+        away = pos[:2] - fixture[:2]
+        if np.linalg.norm(away) < 0.3 and pos[2] - fixture[2] > 0.1:
+            return away / max(float(np.linalg.norm(away)), 1e-9)
+    return None
+
+
+def grasp_pose(priv: dict, obj: str) -> tuple[np.ndarray, float]:
+    """``(end-effector grasp position, gripper yaw in rad)`` for ``obj``.
+
+    A bowl is gripped on its rim at angle θ around its centre, the fingers opening radially (yaw θ − 90°, the
+    default fingers open along world y): θ = ±90° on the side with more room among the neighbours, or across
+    a drawer's slide direction when the bowl is in a drawer (its front and back panels leave no room for a
+    finger). Anything else: straight down on its origin, yaw 0.
+    """
+    pos = _vec(priv, f"{obj}_pos")
+    if not _is_bowl(obj):
+        return _box_grasp(priv, obj)
+    slide = _inside_fixture(priv, obj)
+    if slide is not None:
+        theta = float(np.arctan2(slide[1], slide[0])) + np.pi / 2
+        thetas = [theta, theta + np.pi]
+    else:
+        thetas = [-np.pi / 2, np.pi / 2]
+    others = [(n, r) for n, r in _neighbours(priv, obj) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
+
+    def point(theta: float) -> np.ndarray:
+        return pos + np.array([BOWL_RIM * np.cos(theta), BOWL_RIM * np.sin(theta), BOWL_GRASP_DZ])
+
+    def score(theta: float) -> float:
+        clearance = min((float(np.linalg.norm(point(theta)[:2] - n[:2])) - r for n, r in others), default=1.0)
+        return clearance - 0.01 * abs(_wrap_yaw(theta - np.pi / 2))
+
+    best = max(thetas, key=score)
+    return point(best), _wrap_yaw(best - np.pi / 2)
+
+
+def _box_grasp(priv: dict, obj: str) -> tuple[np.ndarray, float]:
+    """Grasp a non-bowl from above at its bounding box's centre, fingers across its shorter horizontal side."""
+    pos = _vec(priv, f"{obj}_pos")
+    if f"{obj}_aabb" not in priv:
+        return pos + np.array([0.0, 0.0, GRASP_DZ]), 0.0
+    box = _vec(priv, f"{obj}_aabb")
+    centre, size = (box[:3] + box[3:]) / 2, box[3:] - box[:3]
+    z = max(centre[2], box[5] - FINGER_DEPTH)
+    yaw = np.pi / 2 if size[1] > 1.15 * size[0] else 0.0
+    return np.array([centre[0], centre[1], z]), yaw
+
+
+def _wrap_yaw(yaw: float) -> float:
+    """Yaw modulo π (the two fingers are symmetric), in [−π/2, π/2)."""
+    return float((yaw + np.pi / 2) % np.pi - np.pi / 2)
+
+
+def hold_distance(priv: dict, obj: str) -> float:
+    """Distance (m) from the end effector to where it would hold ``obj`` (a bowl: anywhere on its rim circle)."""
+    eef, pos = _vec(priv, "eef_pos"), _vec(priv, f"{obj}_pos")
+    rel = eef - pos
+    if not _is_bowl(obj):
+        grasp, _ = _box_grasp(priv, obj)
+        return float(np.linalg.norm(eef - grasp))
+    return float(np.hypot(np.linalg.norm(rel[:2]) - BOWL_RIM, rel[2] - BOWL_GRASP_DZ))
+
+
+def _yaw_of(quat_xyzw: np.ndarray) -> float:
+    """Yaw (rad) of the gripper relative to :data:`DOWN` about world z."""
+    rel = _quat_mul(np.asarray(quat_xyzw, dtype=np.float64), DOWN * np.array([-1.0, -1.0, -1.0, 1.0]))
+    return _wrap_yaw(2.0 * float(np.arctan2(rel[2], rel[3])))
+
+
+def _down_with_yaw(yaw: float) -> np.ndarray:
+    return _quat_mul(np.array([0.0, 0.0, np.sin(yaw / 2), np.cos(yaw / 2)]), DOWN)
+
+
+def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product of two ``(x, y, z, w)`` quaternions."""
+    (ax, ay, az, aw), (bx, by, bz, bw) = a, b
+    return np.array([
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    ])
+
+
+def rotation_error(quat_xyzw: np.ndarray, target_xyzw: np.ndarray = DOWN) -> np.ndarray:
+    """World-frame axis-angle (rad) taking the current orientation to the target (shortest way)."""
+    q = np.asarray(quat_xyzw, dtype=np.float64)
+    err = _quat_mul(np.asarray(target_xyzw, dtype=np.float64), q * np.array([-1.0, -1.0, -1.0, 1.0]) / (q @ q))
+    if err[3] < 0:
+        err = -err
+    sin = float(np.linalg.norm(err[:3]))
+    if sin < 1e-9:
+        return np.zeros(3)
+    return 2.0 * np.arctan2(sin, err[3]) * err[:3] / sin
+
+
+def _rotation_action(quat_xyzw: np.ndarray, yaw: float | None = None) -> np.ndarray:
+    """Rotation action toward pointing down with ``yaw`` (``None``: keep the current yaw); 1 unit = 0.5 rad."""
+    target = _down_with_yaw(_yaw_of(quat_xyzw) if yaw is None else yaw)
+    return np.clip(ROT_GAIN * rotation_error(quat_xyzw, target) / 0.5, -1.0, 1.0)
+
+
+def _toward(eef: np.ndarray, waypoint: np.ndarray) -> np.ndarray:
+    """Proportional step toward ``waypoint``, at least :data:`MIN_STEP` outside a 3 mm dead band (the
+    impedance controller leaves a steady-state error that a purely proportional command never closes)."""
+    error = waypoint - eef
+    norm = float(np.linalg.norm(error))
+    if norm < 0.003:
+        return np.clip(GAIN * error, -1.0, 1.0)
+    return np.clip(error / norm * max(GAIN * norm, MIN_STEP), -1.0, 1.0)
+
+
+def _via(eef: np.ndarray, goal_xy: np.ndarray, height: float, final: np.ndarray, tol: float) -> np.ndarray:
+    """Waypoint: rise to ``height`` before travelling in xy, travel, then head for ``final``."""
+    if np.linalg.norm(eef[:2] - goal_xy) > tol:
+        if eef[2] < height - 0.03 and np.linalg.norm(eef[:2] - goal_xy) > 3 * tol:
+            return np.array([eef[0], eef[1], height])
+        return np.array([goal_xy[0], goal_xy[1], max(height, final[2])])
+    return final
+
+
+def plan(priv: dict) -> np.ndarray:
+    """The expert's action (7 floats in [-1, 1]) for one privileged observation; see the module docstring."""
+    eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
+    qpos, qvel = _vec(priv, "gripper_qpos"), _vec(priv, "gripper_qvel")
+    gap, speed = float(qpos[0] - qpos[1]), float(qvel[0] - qvel[1])
+    goal = current_goal(priv)
+    if goal is None:
+        move = _toward(eef, eef + np.array([0, 0, 0.02]))
+        return np.concatenate([move, _rotation_action(quat), [-1.0]]).astype(np.float32)
+    predicate, obj, target = goal
+    grasp, yaw = grasp_pose(priv, obj)
+    near = hold_distance(priv, obj)
+    hover = grasp[2] + HOVER
+    rot = _rotation_action(quat)
+    if speed > MOVING:  # opening: rise clear of the object
+        move, grip = _toward(eef, np.array([eef[0], eef[1], max(eef[2], hover)])), -1.0
+    elif EMPTY_GAP < gap < OPEN_GAP and near < HOLD_TOL and speed > -MOVING:
+        move, grip = _carry(priv, eef, predicate, obj, target)
+    elif speed < -MOVING and near < HOLD_TOL:  # closing on the grasp point
+        move, grip = _toward(eef, eef), 1.0
+    elif gap < OPEN_GAP:  # stopped part-closed away from the object: a miss
+        move, grip = _toward(eef, eef), -1.0
+    else:
+        move, grip = _approach(priv, eef, grasp, hover)
+        rot = _rotation_action(quat, yaw)
+    return np.concatenate([move, rot, [grip]]).astype(np.float32)
+
+
+def _approach(priv: dict, eef: np.ndarray, grasp: np.ndarray, hover: float) -> tuple[np.ndarray, float]:
+    """Open gripper: hover above the grasp point, descend, close there (or where the descent stalls)."""
+    aligned = np.linalg.norm(eef[:2] - grasp[:2]) < XY_TOL
+    at_grasp = aligned and abs(eef[2] - grasp[2]) < 0.01
+    stalled = (
+        np.linalg.norm(eef[:2] - grasp[:2]) < 1.5 * XY_TOL
+        and grasp[2] < eef[2] < grasp[2] + STALL_ABOVE
+        and float(np.linalg.norm(_vec(priv, "eef_vel"))) < STALL_SPEED
+    )
+    waypoint = _via(eef, grasp[:2], hover, grasp, XY_TOL)
+    return _toward(eef, waypoint), (1.0 if at_grasp or stalled else -1.0)
+
+
+def _carry(priv: dict, eef: np.ndarray, predicate: str, obj: str, target: str) -> tuple[np.ndarray, float]:
+    """Carry the held object above the destination, lower it, release it."""
+    obj_pos, dest = _vec(priv, f"{obj}_pos"), _vec(priv, f"{target}_pos")
+    offset = obj_pos - eef  # where the object hangs relative to the fingers
+    goal_xy = dest[:2] - offset[:2]
+    release_z = dest[2] + RELEASE_CLEARANCE[predicate] - offset[2]
+    carry_z = max(dest[2] + CARRY, _clearance_height(priv, obj)) - offset[2]
+    waypoint = _via(eef, goal_xy, carry_z, np.array([goal_xy[0], goal_xy[1], release_z]), RELEASE_XY_TOL)
+    released = np.linalg.norm(eef[:2] - goal_xy) < RELEASE_XY_TOL and eef[2] < release_z + 0.01
+    return _toward(eef, waypoint), (-1.0 if released else 1.0)
+
+
+class LiberoExpert(rlmesh.numpy.Model):
+    """Privileged scripted pick-and-place expert for LIBERO; reads ``observation["privileged"]``.
+
+    Needs the env made with ``privileged: true``; raises ``KeyError`` naming the key otherwise.
+    """
+
+    workflow_edition = "2026.06"
+    spec = rlmesh.NO_ADAPTER  # reads the raw observation
+
+    def predict(self, observation):
+        try:
+            priv = observation["privileged"]
+        except KeyError:
+            raise KeyError("observation has no 'privileged' key: make prebuilt/libero with privileged: true") from None
+        return plan(priv)

@@ -1,0 +1,248 @@
+"""``prebuilt/libero-expert``: the stateless phase logic on hand-made privileged observations (main venv), and
+one real LIBERO episode solved in ``.venv-libero`` (skipped where that venv is missing)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluations.prebuilt import libero_expert as ex
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBERO_PYTHON = ROOT / ".venv-libero" / "bin" / "python"
+needs_libero_venv = pytest.mark.skipif(not LIBERO_PYTHON.exists(), reason=f"{LIBERO_PYTHON} does not exist")
+
+SOUP = "alphabet_soup_1"
+REGION = "basket_1_contain_region"
+DOWN = [1.0, 0.0, 0.0, 0.0]
+
+
+def _scene(eef, gap=0.079, gap_speed=0.0, soup=(0.0, -0.2, 0.03), eef_vel=(0.0, 0.0, 0.0)) -> dict:
+    """A libero_object-like privileged observation: a 4 cm wide can lying along x, the basket at +y."""
+    soup = np.asarray(soup, dtype=np.float64)
+    half = np.array([0.04, 0.02, 0.03])
+    return {
+        "eef_pos": np.asarray(eef, dtype=np.float64), "eef_quat": np.array(DOWN),
+        "eef_vel": np.asarray(eef_vel, dtype=np.float64),
+        "gripper_qpos": np.array([gap / 2, -gap / 2]), "gripper_qvel": np.array([gap_speed / 2, -gap_speed / 2]),
+        f"{SOUP}_pos": soup, f"{SOUP}_quat": np.array([0.0, 0.0, 0.0, 1.0]),
+        f"{SOUP}_aabb": np.concatenate([soup - half, soup + half]),
+        "basket_1_pos": np.array([0.0, 0.25, 0.0]), "basket_1_quat": np.array([0.0, 0.0, 0.0, 1.0]),
+        f"{REGION}_pos": np.array([0.0, 0.25, 0.1]), f"{REGION}_quat": np.array([0.0, 0.0, 0.0, 1.0]),
+        "goal": f"in {SOUP} {REGION}", "obj_of_interest": f"{SOUP} basket_1",
+    }
+
+
+def test_approach_moves_above_the_object_with_the_gripper_open():
+    action = ex.plan(_scene(eef=(-0.1, -0.1, 0.25)))
+    assert action.shape == (7,) and action.dtype == np.float32 and np.all(np.abs(action) <= 1)
+    assert action[0] > 0.5 and action[1] < -0.5  # toward the can's xy (+x, −y)
+    assert action[6] == -1.0
+
+
+def test_descends_when_above_and_closes_at_the_grasp_point():
+    above = ex.plan(_scene(eef=(0.0, -0.2, 0.12)))
+    assert above[2] < -0.5 and above[6] == -1.0
+    at = ex.plan(_scene(eef=(0.0, -0.2, 0.03)))
+    assert at[6] == 1.0 and np.allclose(at[:3], 0, atol=0.05)
+
+
+def test_keeps_closing_and_still_while_the_fingers_move():
+    action = ex.plan(_scene(eef=(0.0, -0.2, 0.03), gap=0.06, gap_speed=-0.1))
+    assert action[6] == 1.0 and np.allclose(action[:3], 0)
+
+
+def test_carries_up_then_over_the_destination_once_the_fingers_stop_on_the_object():
+    lift = ex.plan(_scene(eef=(0.0, -0.2, 0.03), gap=0.04))
+    assert lift[6] == 1.0 and lift[2] > 0.5 and abs(lift[1]) < 0.05  # straight up first
+    travel = ex.plan(_scene(eef=(0.0, -0.2, 0.25), gap=0.04, soup=(0.0, -0.2, 0.25)))
+    assert travel[6] == 1.0 and travel[1] > 0.5  # toward the basket (+y)
+
+
+def test_releases_above_the_destination():
+    # the can hangs at the eef; its origin 3 cm above the region centre is the release point
+    action = ex.plan(_scene(eef=(0.0, 0.25, 0.13), gap=0.04, soup=(0.0, 0.25, 0.13)))
+    assert action[6] == -1.0
+    higher = ex.plan(_scene(eef=(0.0, 0.25, 0.25), gap=0.04, soup=(0.0, 0.25, 0.25)))
+    assert higher[6] == 1.0 and higher[2] < -0.5  # still lowering
+
+
+def test_a_miss_opens_the_gripper_again():
+    action = ex.plan(_scene(eef=(0.0, -0.2, 0.03), gap=0.001))
+    assert action[6] == -1.0
+
+
+def test_opening_rises_clear_instead_of_regrasping():
+    action = ex.plan(_scene(eef=(0.0, -0.2, 0.03), gap=0.05, gap_speed=0.1))
+    assert action[6] == -1.0 and action[2] > 0.5
+
+
+def test_a_placed_object_is_left_alone():
+    scene = _scene(eef=(0.0, 0.25, 0.15), soup=(0.0, 0.25, 0.11))
+    assert ex.current_goal(scene) is None
+    action = ex.plan(scene)
+    assert action[6] == -1.0 and action[2] > 0
+
+
+def test_works_on_the_first_unmet_goal_of_several():
+    scene = _scene(eef=(0.0, 0.0, 0.25), soup=(0.0, 0.25, 0.11))
+    scene.update({"tomato_sauce_1_pos": np.array([0.1, -0.1, 0.03]), "tomato_sauce_1_quat": np.array(DOWN)})
+    scene["goal"] = f"in {SOUP} {REGION}; in tomato_sauce_1 {REGION}"
+    assert ex.current_goal(scene) == ("in", "tomato_sauce_1", REGION)
+
+
+def test_a_stalled_descent_closes_where_it_stopped():
+    moving = ex.plan(_scene(eef=(0.0, -0.2, 0.05), eef_vel=(0, 0, -0.1)))
+    stalled = ex.plan(_scene(eef=(0.0, -0.2, 0.05), eef_vel=(0, 0, 0)))
+    assert moving[6] == -1.0 and stalled[6] == 1.0
+
+
+def test_grasps_across_the_shorter_side_of_a_lying_object():
+    scene = _scene(eef=(0.0, -0.2, 0.2))
+    assert ex.grasp_pose(scene, SOUP)[1] == 0.0  # long along x: fingers (world y) across it
+    soup = scene[f"{SOUP}_pos"]
+    scene[f"{SOUP}_aabb"] = np.concatenate([soup - [0.02, 0.04, 0.03], soup + [0.02, 0.04, 0.03]])
+    assert ex.grasp_pose(scene, SOUP)[1] == pytest.approx(np.pi / 2)
+    action = ex.plan(scene)
+    assert abs(action[5]) > 0.5  # turning about z toward that yaw
+
+
+def _bowl_scene(neighbour_y: float) -> dict:
+    bowl = np.array([0.0, 0.0, 0.9])
+    return {
+        "eef_pos": np.array([0.0, 0.0, 1.15]), "eef_quat": np.array(DOWN), "eef_vel": np.zeros(3),
+        "gripper_qpos": np.array([0.04, -0.04]), "gripper_qvel": np.zeros(2),
+        "akita_black_bowl_1_pos": bowl, "akita_black_bowl_1_quat": np.array([0, 0, 0, 1.0]),
+        "cookies_1_pos": np.array([0.0, neighbour_y, 0.9]), "cookies_1_quat": np.array([0, 0, 0, 1.0]),
+        "plate_1_pos": np.array([0.3, 0.3, 0.9]), "plate_1_quat": np.array([0, 0, 0, 1.0]),
+        "goal": "on akita_black_bowl_1 plate_1", "obj_of_interest": "akita_black_bowl_1 plate_1",
+    }
+
+
+def test_a_bowl_is_gripped_on_the_rim_away_from_its_neighbour():
+    for neighbour_y, side in ((0.1, -1), (-0.1, 1)):
+        point, yaw = ex.grasp_pose(_bowl_scene(neighbour_y), "akita_black_bowl_1")
+        assert point[1] == pytest.approx(side * ex.BOWL_RIM) and point[2] == pytest.approx(0.9 + ex.BOWL_GRASP_DZ)
+        assert yaw == 0.0
+
+
+def test_a_bowl_in_a_drawer_is_gripped_across_the_slide():
+    scene = _bowl_scene(0.3)
+    scene.update({"wooden_cabinet_1_pos": np.array([0.0, -0.2, 0.75]), "wooden_cabinet_1_quat": np.array(DOWN),
+                  "wooden_cabinet_1_qpos": np.array([-0.15, 0.0, 0.0])})
+    point, yaw = ex.grasp_pose(scene, "akita_black_bowl_1")
+    assert abs(point[0]) == pytest.approx(ex.BOWL_RIM) and abs(point[1]) < 1e-9  # slide is along y
+    assert abs(yaw) == pytest.approx(np.pi / 2)
+
+
+def test_the_hold_check_accepts_any_point_of_a_bowls_rim():
+    scene = _bowl_scene(0.3)
+    for angle in (0.0, 1.0, 2.5):
+        scene["eef_pos"] = np.array([ex.BOWL_RIM * np.cos(angle), ex.BOWL_RIM * np.sin(angle), 0.9 + 0.027])
+        assert ex.hold_distance(scene, "akita_black_bowl_1") < 1e-6
+    scene["eef_pos"] = np.array([0.0, 0.0, 0.927])  # the bowl's empty centre
+    assert ex.hold_distance(scene, "akita_black_bowl_1") == pytest.approx(ex.BOWL_RIM)
+
+
+def test_a_bowl_held_by_its_thin_rim_is_carried_not_dropped():
+    """Fingers on a bowl's rim stop 3.5–6 mm apart; closed on nothing they reach ≈ 1–2.5 mm."""
+    scene = _bowl_scene(0.3)
+    scene["eef_pos"] = np.array([0.0, ex.BOWL_RIM, 0.9 + ex.BOWL_GRASP_DZ])
+    scene["gripper_qpos"] = np.array([0.00175, -0.00175])
+    action = ex.plan(scene)
+    assert action[6] == 1.0 and action[2] > 0.5
+    scene["gripper_qpos"] = np.array([0.001, -0.001])
+    assert ex.plan(scene)[6] == -1.0
+
+
+def test_rotation_error_is_the_world_frame_axis_angle():
+    quarter_z = np.array([0.0, 0.0, np.sin(np.pi / 4), np.cos(np.pi / 4)])
+    assert np.allclose(ex.rotation_error(np.array([0, 0, 0, 1.0]), quarter_z), [0, 0, np.pi / 2])
+    tilted = np.array([np.sin(0.1), 0.0, 0.0, np.cos(0.1)])  # 0.2 rad about x
+    assert np.allclose(ex.rotation_error(tilted, np.array([0, 0, 0, 1.0])), [-0.2, 0, 0])
+    assert np.allclose(ex.rotation_error(np.array(DOWN)), 0)
+
+
+def test_the_model_is_stateless_and_reads_text_as_served():
+    model = ex.LiberoExpert()
+    a, b = _scene(eef=(-0.1, -0.1, 0.25)), _scene(eef=(0.0, -0.2, 0.03), gap=0.04)
+    first = model.predict({"privileged": a})
+    model.predict({"privileged": b})
+    assert np.array_equal(model.predict({"privileged": a}), first)
+    served = dict(a, goal=np.array(a["goal"]), obj_of_interest=[a["obj_of_interest"]])
+    assert np.array_equal(model.predict({"privileged": served}), first)
+
+
+def test_without_privileged_state_the_error_names_the_env_setting():
+    with pytest.raises(KeyError, match="privileged: true"):
+        ex.LiberoExpert().predict({"agent_pos": np.zeros(8)})
+
+
+# --- real LIBERO, in .venv-libero ----------------------------------------------------------------------------
+
+
+def _libero(code: str, timeout: float = 300) -> str:
+    env = dict(os.environ, MUJOCO_GL="egl", PYTHONPATH=str(ROOT), RLMESH_WORKFLOW_EDITION="2026.06")
+    env["HOME"] = tempfile.mkdtemp(prefix="libero-home-")
+    proc = subprocess.run([str(LIBERO_PYTHON), "-c", textwrap.dedent(code)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout
+
+
+@needs_libero_venv
+def test_the_expert_solves_a_real_libero_object_episode():
+    """libero_object task 0 (alphabet soup → basket), init state 0, by the env's episode procedure."""
+    out = _libero("""
+        import sys
+        sys.path.insert(0, "bench")
+        import bench_libero_expert as b
+        from rlmesh.spaces import from_gymnasium_space
+        from evaluations.prebuilt.libero_expert import LiberoExpert
+        from evaluations.prebuilt.libero_privileged import privileged_space, privileged_observation
+        env, task, states = b.make_env("libero_object", 0)
+        env.reset()
+        raw = env.set_init_state(states[0])
+        space, obs = privileged_space(env), privileged_observation(env, raw)
+        assert space.contains(obs) and from_gymnasium_space(space).contains(obs)
+        assert obs["goal"] == "in alphabet_soup_1 basket_1_contain_region", obs["goal"]
+        success, steps = b.run_episode(env, states, 0, b.MAX_STEPS["libero_object"], LiberoExpert().predict)
+        print("RESULT", success, steps)
+    """)
+    result = [line for line in out.splitlines() if line.startswith("RESULT")][-1].split()
+    assert result[1] == "True" and int(result[2]) < 280, out[-2000:]
+
+
+@needs_libero_venv
+def test_the_expert_serves_with_rlmesh():
+    """``rlmesh.serve`` loads the class in ``.venv-libero`` and listens (the import alone would not show it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), RLMESH_WORKFLOW_EDITION="2026.06")
+    proc = subprocess.Popen([str(LIBERO_PYTHON), "-m", "rlmesh.serve",
+                             "evaluations.prebuilt.libero_expert:LiberoExpert", "--address", f"127.0.0.1:{port}"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read().decode()[-4000:]
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "model server not listening after 60 s"
+                time.sleep(0.3)
+        time.sleep(0.5)
+        assert proc.poll() is None, proc.stderr.read().decode()[-4000:]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
