@@ -363,7 +363,14 @@ RLMESH_RUNTIME = os.environ.get("RLMESH_RUNTIME", "evaluations.runtime.local.Loc
 RLMESH_WORKFLOW_EDITION = env_str("RLMESH_WORKFLOW_EDITION", "2026.06")
 #: Interpreters of the separate Python environments trusted sources may name as ``python+<name>://``; each env
 #: family that pins conflicting packages gets its own (scripts/setup-<name>.sh makes it).
-RLMESH_PYTHON_ENVS = {"metaworld": os.environ.get("RLMESH_METAWORLD_PYTHON", str(BASE_DIR / ".venv-metaworld" / "bin" / "python"))}
+RLMESH_PYTHON_ENVS = {
+    "metaworld": os.environ.get("RLMESH_METAWORLD_PYTHON", str(BASE_DIR / ".venv-metaworld" / "bin" / "python")),
+    "libero": os.environ.get("RLMESH_LIBERO_PYTHON", str(BASE_DIR / ".venv-libero" / "bin" / "python")),
+}
+#: Resident memory one LIBERO env server holds (bytes; measured 1.3–2.5 GB per env, bench/bench_libero.py), and the
+#: share of a worker host's memory LIBERO envs may take: the planner caps concurrent LIBERO envs per host from them.
+RLMESH_LIBERO_ENV_BYTES = int(float(os.environ.get("RLMESH_LIBERO_ENV_GB", "2.5")) * 2**30)
+RLMESH_LIBERO_MEMORY_FRACTION = float(os.environ.get("RLMESH_LIBERO_MEMORY_FRACTION", "0.75"))
 #: The shards of one workload on a host share one model server (rlmesh model servers take many sessions).
 RLMESH_SHARE_MODEL_SERVERS = env_bool("RLMESH_SHARE_MODEL_SERVERS", True)
 #: Fork local servers from a preloaded forkserver (ready in ~30 ms) instead of starting a fresh interpreter (~0.5 s).
