@@ -361,17 +361,9 @@ RLMESH_CONTAINER_ENV_TRANSPORT = os.environ.get("RLMESH_CONTAINER_ENV_TRANSPORT"
 #: Dotted path of the runtime backend for trusted (prebuilt) sources.
 RLMESH_RUNTIME = os.environ.get("RLMESH_RUNTIME", "evaluations.runtime.local.LocalRuntime")
 RLMESH_WORKFLOW_EDITION = env_str("RLMESH_WORKFLOW_EDITION", "2026.06")
-#: Interpreters of the separate Python environments trusted sources may name as ``python+<name>://``; each env
-#: family that pins conflicting packages gets its own (scripts/setup-<name>.sh makes it).
-RLMESH_PYTHON_ENVS = {
-    "metaworld": os.environ.get("RLMESH_METAWORLD_PYTHON", str(BASE_DIR / ".venv-metaworld" / "bin" / "python")),
-    "libero": os.environ.get("RLMESH_LIBERO_PYTHON", str(BASE_DIR / ".venv-libero" / "bin" / "python")),
-}
-#: Memory of one worker host (bytes; default: this host's) and the share of it envs that declare their memory (the
-#: catalog's LIBERO env, label dev.rlmesh.platform.env-memory-bytes) may take at once: the planner caps a task's
-#: parallel workers on such an env at share × memory ÷ env memory (at least 1).
-RLMESH_WORKER_HOST_MEMORY_BYTES = int(os.environ.get("RLMESH_WORKER_HOST_MEMORY_BYTES") or (os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")))
-RLMESH_ENV_MEMORY_FRACTION = float(os.environ.get("RLMESH_ENV_MEMORY_FRACTION", "0.75"))
+#: Interpreters of the own venvs (scripts/setup-<name>.sh) of env families with conflicting pins: ``python+<name>://``.
+RLMESH_PYTHON_ENVS = {n: os.environ.get(f"RLMESH_{n.upper()}_PYTHON", str(BASE_DIR / f".venv-{n}/bin/python"))
+                      for n in ("metaworld", "libero")}
 #: The shards of one workload on a host share one model server (rlmesh model servers take many sessions).
 RLMESH_SHARE_MODEL_SERVERS = env_bool("RLMESH_SHARE_MODEL_SERVERS", True)
 #: Fork local servers from a preloaded forkserver (ready in ~30 ms) instead of starting a fresh interpreter (~0.5 s).

@@ -10,6 +10,8 @@ demand in ``render()``, only in the episodes that record.
 
 from __future__ import annotations
 
+import os
+
 from django.conf import settings
 
 from ..prebuilt.catalog import MEMORY_LABEL, OBSERVES_LABEL
@@ -48,6 +50,19 @@ def observation_kwargs(model: ResolvedImage, declared: dict, params: dict) -> di
     return kwargs
 
 
+def host_memory_bytes() -> int:
+    """A worker host's memory: setting ``RLMESH_WORKER_HOST_MEMORY_BYTES`` (env var of the same name), else this
+    host's physical memory (workers and the web server usually share a host kind)."""
+    configured = getattr(settings, "RLMESH_WORKER_HOST_MEMORY_BYTES", None) or os.environ.get("RLMESH_WORKER_HOST_MEMORY_BYTES")
+    return int(configured) if configured else os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def memory_fraction() -> float:
+    """The share of a worker host's memory envs that declare theirs may take at once (``RLMESH_ENV_MEMORY_FRACTION``,
+    setting or env var; 0.75)."""
+    return float(getattr(settings, "RLMESH_ENV_MEMORY_FRACTION", None) or os.environ.get("RLMESH_ENV_MEMORY_FRACTION") or 0.75)
+
+
 def concurrency_cap(env: ResolvedImage) -> int | None:
     """How many instances of ``env`` may run at once on one worker host: ``RLMESH_ENV_MEMORY_FRACTION`` ×
     ``RLMESH_WORKER_HOST_MEMORY_BYTES`` ÷ the env's declared memory (``MEMORY_LABEL``), at least 1; None when the env
@@ -58,14 +73,14 @@ def concurrency_cap(env: ResolvedImage) -> int | None:
         return None
     if per_env <= 0:
         return None
-    budget = settings.RLMESH_ENV_MEMORY_FRACTION * settings.RLMESH_WORKER_HOST_MEMORY_BYTES
+    budget = memory_fraction() * host_memory_bytes()
     return max(1, int(budget // per_env))
 
 
 def memory_cap_warning(path: str, env: ResolvedImage, workers: int, cap: int) -> str:
     """The preview's warning when a task asks for more parallel workers than ``cap``."""
     per_env = int(env.version.labels[MEMORY_LABEL]) / 2**30
-    host = settings.RLMESH_WORKER_HOST_MEMORY_BYTES / 2**30
+    host = host_memory_bytes() / 2**30
     return (f"{path}.workers: {workers} {env.reference} envs at once would hold ~{workers * per_env:.1f} GB "
             f"({per_env:.1f} GB each); capped at {cap} concurrent envs per worker host "
-            f"({settings.RLMESH_ENV_MEMORY_FRACTION:.0%} of its {host:.1f} GB)")
+            f"({memory_fraction():.0%} of its {host:.1f} GB)")

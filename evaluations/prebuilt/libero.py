@@ -22,6 +22,10 @@ import tempfile
 
 import rlmesh
 
+from .libero_episodes import (  # noqa: F401 - re-exported: the episode rules are part of this env's contract
+    CAMERA_KEYS, CAMERAS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index,
+)
+
 # ---------------------------------------------------------------------------------------------
 # Catalog constants (no LIBERO import; checked against the package by tests/test_libero.py)
 # ---------------------------------------------------------------------------------------------
@@ -194,19 +198,6 @@ MAX_STEPS: dict[str, int] = {
 #: host, bench/bench_libero.py): the planner caps concurrent LIBERO envs per worker host from it.
 ENV_MEMORY_BYTES = 5 * 2**29  # 2.5 GiB
 
-#: Fixed init states per task (every task of the five suites ships 50).
-NUM_INIT_STATES = 50
-#: No-op steps after each reset while objects settle (LeRobot's ``num_steps_wait``), not counted as policy steps.
-SETTLE_STEPS = 10
-#: The no-op action of those steps (LeRobot's ``get_libero_dummy_action``): no motion, gripper open.
-DUMMY_ACTION = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0)
-#: Side of both camera images (LeRobot's ``observation_height``/``observation_width``).
-IMAGE_SIZE = 256
-#: Which cameras the observation carries (``cameras`` make parameter): LeRobot's keys ``image`` (agentview) and
-#: ``image2`` (wrist, ``robot0_eye_in_hand``).
-CAMERAS: dict[str, tuple[str, ...]] = {"none": (), "agentview": ("agentview",), "both": ("agentview", "robot0_eye_in_hand")}
-CAMERA_KEYS: dict[str, str] = {"agentview": "image", "robot0_eye_in_hand": "image2"}
-
 #: LIBERO-PRO's perturbed task sets (``libero/libero/bddl_files/<suite>_<suffix>``, each with its own init states),
 #: by the ``perturbation`` make parameter: suites that ship it, and what changes. ``position:<d>`` shifts are shipped
 #: for libero_object only, at d = 0.1 … 0.5 along x and y.
@@ -230,12 +221,6 @@ PERTURBATION_CHOICES: tuple[str, ...] = (
 VARIANTS: dict[str, dict] = {
     f"{suite}/{i}": {"suite": suite, "task_index": i} for suite, tasks in SUITES.items() for i in range(len(tasks))
 }
-
-
-def init_state_index(seed: int) -> int:
-    """The fixed init state a reset with ``seed`` uses: ``seed mod 50`` (episode ``i`` of a task with seed ``s``
-    gets ``(s + i) mod 50``, so 50 consecutive seeds cover every init state once)."""
-    return int(seed) % NUM_INIT_STATES
 
 
 def perturbed_folder(suite: str, perturbation: str) -> str:
@@ -359,7 +344,7 @@ class Libero(rlmesh.EnvFactory):
         private_config_dir()
         from .libero_env import LiberoTaskEnv
 
-        return LiberoTaskEnv(suite, int(task_index), folder=folder, cameras=CAMERAS[cameras],
+        return LiberoTaskEnv(suite, int(task_index), max_steps=MAX_STEPS[suite], folder=folder, cameras=CAMERAS[cameras],
                              privileged=bool(privileged))
 
     @classmethod

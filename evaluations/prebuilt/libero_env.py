@@ -10,9 +10,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from .libero import (
-    CAMERA_KEYS, DUMMY_ACTION, IMAGE_SIZE, MAX_STEPS, NUM_INIT_STATES, SETTLE_STEPS, init_state_index,
-)
+from .libero_episodes import CAMERA_KEYS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index
 
 __all__ = ["LiberoTaskEnv", "agent_pos", "quat2axisangle"]
 
@@ -52,7 +50,7 @@ class LiberoTaskEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
-    def __init__(self, suite: str, task_index: int, *, folder: str | None = None, cameras: tuple[str, ...] = (),
+    def __init__(self, suite: str, task_index: int, *, max_steps: int, folder: str | None = None, cameras: tuple[str, ...] = (),
                  privileged: bool = False):
         from libero.libero import benchmark, get_libero_path
         from libero.libero.envs import OffScreenRenderEnv
@@ -70,7 +68,7 @@ class LiberoTaskEnv(gym.Env):
         self.instruction = task.language if self.folder == suite else (_bddl_language(bddl) or task.language)
         self.init_states = load_initial_states(init_path)
         assert len(self.init_states) >= NUM_INIT_STATES, (init_path, len(self.init_states))
-        self.max_steps = MAX_STEPS[suite]
+        self.max_steps = int(max_steps)
         self._env = OffScreenRenderEnv(
             bddl_file_name=bddl, camera_heights=IMAGE_SIZE, camera_widths=IMAGE_SIZE,
             camera_names=list(self.cameras) or [VIDEO_CAMERA], use_camera_obs=bool(self.cameras),

@@ -1,0 +1,155 @@
+"""The privileged state of a LIBERO scene, as the ``privileged`` key of ``prebuilt/libero`` observations.
+
+A scripted expert (:mod:`evaluations.prebuilt.libero_expert`) reads the simulator's ground truth: object,
+fixture and goal-region poses, the drawer/button joint positions, the end effector and gripper, and the task's
+BDDL goal. The ``prebuilt/libero`` env adds this dict to every observation when it is made with
+``privileged: true``; :mod:`bench.bench_libero_expert` builds it the same way in-process.
+
+API (stable; the env server calls exactly these two):
+
+* :func:`privileged_space` ``(env) -> gymnasium.spaces.Dict``
+* :func:`privileged_observation` ``(env, raw_obs) -> dict`` (an element of that space)
+
+``env`` is LIBERO's ``OffScreenRenderEnv`` (``env.env`` is the BDDL problem env), ``raw_obs`` the observation
+dict its ``reset`` / ``set_init_state`` / ``step`` returned. Keys (positions in metres, world frame; quaternions
+``(x, y, z, w)`` as robosuite's observations give them):
+
+* ``eef_pos`` (3), ``eef_quat`` (4), ``gripper_qpos`` (2: left finger ≥ 0, right ≤ 0; ≈ ±0.04 open),
+  ``gripper_qvel`` (2, per second: the fingers still moving or stopped on something);
+* ``<object>_pos`` (3), ``<object>_quat`` (4) for every BDDL object (``env.env.objects_dict``) and fixture
+  (``env.env.fixtures_dict``): the body's origin;
+* ``<site>_pos`` (3), ``<site>_quat`` (4) for every BDDL region that is a MuJoCo site (e.g.
+  ``wooden_cabinet_1_top_region``, ``flat_stove_1_cook_region``, ``basket_1_contain_region``);
+* ``<fixture>_qpos`` (n) the positions of a fixture's joints in ``fixture.joints`` order (drawer slides in
+  metres, knobs/buttons in radians), for fixtures that have joints;
+* ``goal`` (Text): the BDDL goal predicates, ``"; "``-separated, each ``"<predicate> <arg> <arg>"``, e.g.
+  ``"on akita_black_bowl_1 plate_1"``;
+* ``obj_of_interest`` (Text): ``env.obj_of_interest`` space-separated (the object to move first, the
+  destination last for the pick-and-place families); ``"none"`` if empty.
+
+No import of Django or the platform: this module runs in ``.venv-libero``. It imports only numpy and
+gymnasium at module level.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import numpy as np
+
+#: Characters the two Text keys may carry (BDDL names are identifiers; predicates are lower case).
+TEXT_CHARSET = string.ascii_letters + string.digits + "_ ;-"
+#: Upper bound on the length of ``goal`` and ``obj_of_interest``.
+TEXT_MAX_LENGTH = 512
+
+
+def _problem(env: Any) -> Any:
+    """The BDDL problem env under ``OffScreenRenderEnv`` (or ``env`` itself when given that)."""
+    return getattr(env, "env", env) if not hasattr(env, "objects_dict") else env
+
+
+def _xyzw(wxyz: np.ndarray) -> np.ndarray:
+    w, x, y, z = np.asarray(wxyz, dtype=np.float64)
+    return np.array([x, y, z, w], dtype=np.float64)
+
+
+def _mat_to_xyzw(mat: np.ndarray) -> np.ndarray:
+    import mujoco
+
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, np.asarray(mat, dtype=np.float64).reshape(9))
+    return _xyzw(quat)
+
+
+def _site_names(problem: Any) -> list[str]:
+    """BDDL regions that exist as MuJoCo sites in the compiled model."""
+    model = problem.sim.model
+    names = []
+    for name in problem.object_sites_dict:
+        try:
+            model.site_name2id(name)
+        except (ValueError, KeyError):
+            continue
+        names.append(name)
+    return names
+
+
+def _fixture_joints(problem: Any) -> dict[str, list[str]]:
+    out = {}
+    for name, fixture in problem.fixtures_dict.items():
+        joints = [j for j in getattr(fixture, "joints", []) or []]
+        if joints:
+            out[name] = joints
+    return out
+
+
+def goal_text(env: Any) -> str:
+    """The BDDL goal predicates as ``"on a b; open c"`` (``parsed_problem["goal_state"]``)."""
+    goal = _problem(env).parsed_problem["goal_state"]
+    return "; ".join(" ".join(str(part) for part in predicate) for predicate in goal)
+
+
+def obj_of_interest_text(env: Any) -> str:
+    """``env.obj_of_interest`` space-separated, or ``"none"``."""
+    names = list(getattr(env, "obj_of_interest", None) or _problem(env).obj_of_interest or [])
+    return " ".join(names) if names else "none"
+
+
+def parse_goal(text: str) -> list[list[str]]:
+    """Inverse of :func:`goal_text`: ``"on a b; open c"`` → ``[["on", "a", "b"], ["open", "c"]]``."""
+    return [part.split() for part in str(text).split(";") if part.strip()]
+
+
+def privileged_space(env: Any):
+    """The ``gymnasium.spaces.Dict`` of :func:`privileged_observation` for this env's task.
+
+    Keys depend on the task's scene (its BDDL objects, fixtures and regions); see the module docstring.
+    """
+    import gymnasium as gym
+
+    problem = _problem(env)
+
+    def box(n: int) -> Any:
+        return gym.spaces.Box(low=-np.inf, high=np.inf, shape=(n,), dtype=np.float64)
+
+    spaces: dict[str, Any] = {"eef_pos": box(3), "eef_quat": box(4), "gripper_qpos": box(2), "gripper_qvel": box(2)}
+    for name in [*problem.objects_dict, *problem.fixtures_dict, *_site_names(problem)]:
+        spaces[f"{name}_pos"] = box(3)
+        spaces[f"{name}_quat"] = box(4)
+    for name, joints in _fixture_joints(problem).items():
+        spaces[f"{name}_qpos"] = box(len(joints))
+    text = gym.spaces.Text(max_length=TEXT_MAX_LENGTH, min_length=1, charset=TEXT_CHARSET)
+    spaces["goal"] = text
+    spaces["obj_of_interest"] = text
+    return gym.spaces.Dict(spaces)
+
+
+def privileged_observation(env: Any, raw_obs: dict) -> dict:
+    """The privileged state now: a dict in :func:`privileged_space` ``(env)``.
+
+    ``raw_obs`` supplies the end effector and gripper (``robot0_eef_pos``, ``robot0_eef_quat``,
+    ``robot0_gripper_qpos``, ``robot0_gripper_qvel``); poses and joints are read from ``env``'s MuJoCo data.
+    """
+    problem = _problem(env)
+    data = problem.sim.data
+    out: dict[str, Any] = {
+        "eef_pos": np.asarray(raw_obs["robot0_eef_pos"], dtype=np.float64).copy(),
+        "eef_quat": np.asarray(raw_obs["robot0_eef_quat"], dtype=np.float64).copy(),
+        "gripper_qpos": np.asarray(raw_obs["robot0_gripper_qpos"], dtype=np.float64).copy(),
+        "gripper_qvel": np.asarray(raw_obs["robot0_gripper_qvel"], dtype=np.float64).copy(),
+    }
+    for name in [*problem.objects_dict, *problem.fixtures_dict]:
+        body = problem.obj_body_id[name]
+        out[f"{name}_pos"] = np.array(data.body_xpos[body], dtype=np.float64)
+        out[f"{name}_quat"] = _xyzw(data.body_xquat[body])
+    model = problem.sim.model
+    for name in _site_names(problem):
+        site = model.site_name2id(name)
+        out[f"{name}_pos"] = np.array(data.site_xpos[site], dtype=np.float64)
+        out[f"{name}_quat"] = _mat_to_xyzw(data.site_xmat[site])
+    for name, joints in _fixture_joints(problem).items():
+        out[f"{name}_qpos"] = np.array([float(data.get_joint_qpos(j)) for j in joints], dtype=np.float64)
+    out["goal"] = goal_text(env)
+    out["obj_of_interest"] = obj_of_interest_text(env)
+    return out
