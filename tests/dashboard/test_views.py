@@ -322,6 +322,14 @@ class TestLaunch:
         assert 'name="param:prebuilt/metaworld:physics"' not in html
         assert 'inputmode="numeric"' in html and 'name="seed"' in html and 'type="number" name="seed"' not in html
 
+    def test_the_picker_lists_all_130_libero_scenarios_with_their_instructions(self, web):
+        html = web.get("/evaluations/new").content.decode()
+        assert "All of libero_90 (90)" in html and "All of libero_goal (10)" in html
+        assert html.count('name="scenarios" value="libero_') == 130
+        assert ('<code>libero_goal/0</code> LIBERO-Goal #0 <span class="small scenario-instruction">“open the middle '
+                'drawer of the cabinet”</span>') in html
+        assert 'name="param:prebuilt/libero:cameras"' in html and 'name="param:prebuilt/libero:perturbation"' not in html
+
     def test_params_from_the_widgets_reach_the_request_typed(self, web):
         r = web.post("/evaluations/new", {
             "source": "fields", "models": ["prebuilt/metaworld-expert"], "env": "prebuilt/metaworld",
