@@ -200,3 +200,15 @@ def test_perturbations_parse_as_libero_pro_ships_them():
     for bad, message in (("swap:1", "takes no strength"), ("position_y:0.15", "0.1, 0.2, 0.3, 0.4, 0.5 only")):
         with pytest.raises(PerturbationError, match=message):
             parse(bad)
+
+
+def test_the_libero_env_server_may_take_longer_to_become_ready(settings):
+    from evaluations.prebuilt.catalog import PREBUILT, ready_timeout
+    from evaluations.runtime.base import ServerSpec
+
+    settings.RLMESH_SERVER_READY_TIMEOUT = 60
+    (env,) = [p for p in PREBUILT if p.name == "libero"]
+    limit = ready_timeout(SimpleNamespace(labels=env.labels))
+    assert limit == 300
+    assert ServerSpec("env", env.source, ready_timeout=limit).ready_limit == 300
+    assert ServerSpec("env", env.source).ready_limit == 60  # every other image: the setting

@@ -34,6 +34,8 @@ OBSERVES_LABEL = "dev.rlmesh.platform.observes"
 #: Version label of an env: the resident memory one instance holds (bytes), from which the planner caps how many run
 #: at once on a worker host.
 MEMORY_LABEL = "dev.rlmesh.platform.env-memory-bytes"
+#: Version label: seconds the image's server may take to become ready, when more than the runtime's default.
+READY_LABEL = "dev.rlmesh.platform.ready-seconds"
 
 #: What success means on the scenarios whose env reports its own flag: the flag (declared, so the preview knows).
 ENV_FLAG = {"kind": "env_flag", "description": "the env's own success flag"}
@@ -54,6 +56,8 @@ class PrebuiltImage:
     observes: tuple[str, ...] = ()
     #: For an env: resident memory of one instance in bytes (``MEMORY_LABEL``); 0: not declared.
     memory_bytes: int = 0
+    #: Seconds its server may take to become ready (``READY_LABEL``); 0: the runtime's default.
+    ready_seconds: int = 0
 
     @property
     def labels(self) -> dict:
@@ -62,6 +66,8 @@ class PrebuiltImage:
             labels[OBSERVES_LABEL] = ",".join(self.observes)
         if self.memory_bytes:
             labels[MEMORY_LABEL] = str(self.memory_bytes)
+        if self.ready_seconds:
+            labels[READY_LABEL] = str(self.ready_seconds)
         return labels
 
     @property
@@ -72,13 +78,21 @@ class PrebuiltImage:
             "scenarios": self.scenarios,
             "checkpoints": self.checkpoints,
             **({"envs": list(self.envs)} if self.envs else {}),
-            **({"labels": self.labels} if self.observes or self.memory_bytes else {}),
+            **({"labels": self.labels} if self.observes or self.memory_bytes or self.ready_seconds else {}),
             "rlmesh": rlmesh.__version__ if hasattr(rlmesh, "__version__") else "0.1.0",
         }
         h.update(json.dumps(payload, sort_keys=True).encode())
         for path in self.files:
             h.update(path.read_bytes())
         return "sha256:" + h.hexdigest()
+
+
+def ready_timeout(version) -> float | None:
+    """The readiness time an image version declares (``READY_LABEL``, seconds), or None."""
+    try:
+        return float((version.labels or {}).get(READY_LABEL) or 0) or None
+    except (TypeError, ValueError):
+        return None
 
 
 def describe_source(source: str) -> dict:
@@ -247,6 +261,8 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         "and step caps; success from the BDDL goal; LIBERO-PRO perturbations. Runs in its own venv (MuJoCo 3.17).",
         scenarios=_libero_scenarios(),
         memory_bytes=LIBERO_ENV_BYTES,
+        # make builds the robosuite scene before the server listens: 2–5 s idle, minutes on a loaded host
+        ready_seconds=300,
     ),
     PrebuiltImage(
         name="libero-expert",
