@@ -5,10 +5,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Meta-World pins its own MuJoCo: it lives in a venv of its own (scripts/setup-metaworld.sh).
 MW_STAMP := .venv-metaworld/.installed
+# LIBERO (robosuite 1.4, MuJoCo 3.17) likewise (scripts/setup-libero.sh).
+LIBERO_STAMP := .venv-libero/.installed
 
 .PHONY: demo dev stop worker web test test-fast bench install clean docs
 
-install: $(STAMP) $(MW_STAMP) docs
+install: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) docs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -19,7 +21,10 @@ $(STAMP): pyproject.toml
 $(MW_STAMP): scripts/setup-metaworld.sh
 	bash scripts/setup-metaworld.sh
 
-demo: $(STAMP) $(MW_STAMP) docs
+$(LIBERO_STAMP): scripts/setup-libero.sh
+	bash scripts/setup-libero.sh
+
+demo: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) docs
 	bash scripts/setup-system.sh demo
 	PORT=$(PORT) bash scripts/demo.sh
 
@@ -38,7 +43,7 @@ worker: $(STAMP)
 web: $(STAMP)
 	bash scripts/web.sh
 
-test: $(STAMP) $(MW_STAMP) docs
+test: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) docs
 	bash scripts/setup-system.sh test
 	$(PY) -m pytest
 

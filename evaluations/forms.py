@@ -54,9 +54,9 @@ def _usable_repositories(organization: Organization) -> list[ImageRepository]:
 def param_widgets(version) -> list[dict]:
     """The make parameters a task may set on an env version, for the form's widgets: the ``rlmesh.ParamSpec`` its
     describe envelope recorded (name, type, choices, default, description; a ``range``/``minimum``/``maximum`` when the
-    spec declares one), minus those a scenario fixes and ``physics`` (a perturbation)."""
+    spec declares one), minus those a scenario fixes and ``physics``/``perturbation`` (set by a task's perturbation)."""
     spec = ((version.describe or {}).get("params") or {}).get("param_spec") or {}
-    fixed = {k for s in version.scenarios for k in (s.get("params") or {})} | {"physics"}
+    fixed = {k for s in version.scenarios for k in (s.get("params") or {})} | {"physics", "perturbation"}
     widgets = []
     for p in spec.get("params") or []:
         if not isinstance(p, dict) or not isinstance(p.get("name"), str) or p["name"] in fixed:
@@ -68,7 +68,7 @@ def param_widgets(version) -> list[dict]:
 
 
 def env_catalogs(organization: Organization) -> list[dict]:
-    """Per usable env: its scenario catalog (id, name, benchmark, what success means), its benchmarks in catalog order
+    """Per usable env: its scenario catalog (id, name, benchmark, instruction, what success means), its benchmarks in catalog order
     with their size, and its parameter widgets. What the launch form's scenario picker and params render."""
     out = []
     for repo in _usable_repositories(organization):
@@ -76,6 +76,7 @@ def env_catalogs(organization: Organization) -> list[dict]:
             continue
         version = repo.current_version
         scenarios = [{"id": s["id"], "name": s.get("name") or s["id"], "benchmark": s["id"].split("/", 1)[0] if "/" in s["id"] else "",
+                      "instruction": s.get("instruction") or "",
                       "success": criterion_summary(s.get("success")) if s.get("success") else None}
                      for s in version.scenarios]
         benchmarks: dict[str, int] = {}

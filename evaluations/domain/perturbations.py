@@ -3,7 +3,9 @@
 A task names one as ``"<name>:<strength>"`` (``"obs_noise:0.05"``) or ``"none"``. Driver-side perturbations
 (observation noise, action noise, action repeat, action delay) are applied by the platform's episode loop to any
 env; ``physics`` is applied inside the env server and needs an env that declares a ``physics`` make parameter
-(the prebuilt MuJoCo and Meta-World envs do). Every random draw comes from a generator seeded by the episode seed
+(the prebuilt MuJoCo and Meta-World envs do); the LIBERO-PRO perturbations (``language``, ``object``, ``swap``,
+``task``: no strength; ``position_x``/``position_y``: a shift of 0.1 … 0.5) select one of LIBERO-PRO's perturbed task
+sets through the env's ``perturbation`` make parameter (prebuilt/libero). Every random draw comes from a generator seeded by the episode seed
 and the perturbation, so an episode is reproduced exactly by re-running its seed. A sweep is a task list that
 repeats one scenario with several strengths; ``scores?groupBy=perturbation`` compares them.
 """
@@ -28,6 +30,22 @@ class Kind:
     integer: bool
     side: str  # "driver" (the platform's loop) or "env" (a make parameter of the env)
     description: str
+    #: For an env-side kind: the make parameter it sets (``physics`` gets the strength, ``perturbation`` a label).
+    param: str = ""
+    #: True for a kind that takes no strength (written as its bare name, e.g. ``"swap"``).
+    flag: bool = False
+    #: The only strengths allowed, when the env ships fixed levels (LIBERO-PRO's position shifts).
+    levels: tuple[float, ...] = ()
+
+    def make_value(self, strength: float):
+        """The value of ``param`` for this kind at ``strength``."""
+        if self.param == "physics":
+            return strength
+        return self.name if self.flag else f"{self.name}:{strength:g}"
+
+
+_LIBERO = "(LIBERO-PRO's perturbed task sets; needs an env with a `perturbation` make parameter: prebuilt/libero)"
+_SHIFTS = (0.1, 0.2, 0.3, 0.4, 0.5)
 
 
 #: Every perturbation a task may name, with the range of its strength.
@@ -48,7 +66,19 @@ CATALOG: dict[str, Kind] = {
              "action (latency)."),
         Kind("physics", "s", 0.0, 0.9, False, "env",
              "Every body mass and geom friction scaled by a factor drawn uniformly from [1 − s, 1 + s] at each "
-             "reset (needs an env with a `physics` make parameter: prebuilt/mujoco, prebuilt/metaworld)."),
+             "reset (needs an env with a `physics` make parameter: prebuilt/mujoco, prebuilt/metaworld).", "physics"),
+        Kind("language", "", 1, 1, True, "env", "The instruction paraphrased; scene and goal unchanged " + _LIBERO,
+             "perturbation", flag=True),
+        Kind("object", "", 1, 1, True, "env", "Objects replaced by look-alikes of another colour or size " + _LIBERO,
+             "perturbation", flag=True),
+        Kind("swap", "", 1, 1, True, "env", "The initial positions of objects swapped " + _LIBERO, "perturbation",
+             flag=True),
+        Kind("task", "", 1, 1, True, "env", "A different task in the same scene: new goal and instruction " + _LIBERO,
+             "perturbation", flag=True),
+        Kind("position_x", "m", 0.1, 0.5, False, "env", "Object regions shifted along x by 0.1 … 0.5 " + _LIBERO,
+             "perturbation", levels=_SHIFTS),
+        Kind("position_y", "m", 0.1, 0.5, False, "env", "Object regions shifted along y by 0.1 … 0.5 " + _LIBERO,
+             "perturbation", levels=_SHIFTS),
     )
 }
 
@@ -69,6 +99,8 @@ class Perturbation:
         """Canonical text, e.g. ``"obs_noise:0.05"``, ``"action_repeat:2"``, ``"none"``: the scores group key."""
         if self.name == "none":
             return "none"
+        if CATALOG[self.name].flag:
+            return self.name
         return f"{self.name}:{int(self.strength)}" if CATALOG[self.name].integer else f"{self.name}:{self.strength:g}"
 
     @property
@@ -90,6 +122,10 @@ def parse(text: str | None) -> Perturbation:
     if name not in CATALOG:
         raise PerturbationError(f'unknown perturbation "{name}" (available: none, {", ".join(CATALOG)})')
     kind = CATALOG[name]
+    if kind.flag:
+        if sep:
+            raise PerturbationError(f'"{text}": {name} takes no strength; write "{name}"')
+        return Perturbation(name, 1.0)
     if not sep or not raw:
         raise PerturbationError(f'"{text}": give a strength, e.g. "{name}:{kind.maximum / 10 if not kind.integer else 2:g}"')
     try:
@@ -98,6 +134,8 @@ def parse(text: str | None) -> Perturbation:
         raise PerturbationError(f'"{text}": the strength must be a number') from None
     if not np.isfinite(value) or not kind.minimum <= value <= kind.maximum:
         raise PerturbationError(f'"{text}": {name} strength ({kind.unit}) must be between {kind.minimum:g} and {kind.maximum:g}')
+    if kind.levels and not any(abs(value - level) < 1e-9 for level in kind.levels):
+        raise PerturbationError(f'"{text}": {name} comes in the shifts {", ".join(f"{v:g}" for v in kind.levels)} only')
     if kind.integer and value != int(value):
         raise PerturbationError(f'"{text}": {name} takes a whole number of {kind.unit}')
     return Perturbation(name, float(int(value)) if kind.integer else value)

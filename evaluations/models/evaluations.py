@@ -138,6 +138,14 @@ class Workload(models.Model):
         """Episode ``index`` always runs with seed ``seed + index``, however the task is sharded."""
         return self.seed + index
 
+    @property
+    def instruction(self) -> str:
+        """The language instruction of the task's scenario in the env's catalog (LIBERO, Meta-World, MiniWoB);
+        ``""`` when it has none. An env-side perturbation that rewrites it (LIBERO-PRO ``language``, ``task``) is
+        named by ``perturbation``."""
+        scenario = self.env_version.scenario(self.task_id) if self.env_version_id else None
+        return (scenario or {}).get("instruction") or ""
+
 
 class Shard(models.Model):
     """A contiguous range ``[start, stop)`` of one workload's episode indices, run by one Celery task."""

@@ -11,6 +11,7 @@ from django.conf import settings
 
 from ..domain.sample_sizes import sample_size_estimate
 from ..services.catalog import ResolvedImage
+from .rendering import observation_kwargs
 
 __all__ = ["Plan", "PlannedModel", "PlannedTask", "PlannedWorkload", "shard_ranges"]
 
@@ -106,6 +107,8 @@ class PlannedTask:
     requested_task_id: str = ""
     #: What defines success (``planning.tasks.success_criterion``): a criterion plus ``declaredBy``, or None.
     success_criterion: dict | None = None
+    #: The env's declared make parameters (names), for what the planner sets per model (``planning.rendering``).
+    declared_params: tuple[str, ...] = ()
 
     @property
     def benchmark(self) -> str:
@@ -125,6 +128,8 @@ class PlannedTask:
         the classic scenarios, Meta-World's 500; an unknown env counts 1,000)."""
         if self.max_steps:
             return self.max_steps
+        if self.scenario and self.scenario.get("maxSteps"):
+            return int(self.scenario["maxSteps"])
         if "task" in self.env_kwargs and "benchmark" in self.env_kwargs:
             return 500
         return {"CartPole-v1": 500, "MountainCar-v0": 200, "Acrobot-v1": 500, "Pendulum-v1": 200}.get(
@@ -171,6 +176,12 @@ class PlannedWorkload:
     def episodes(self) -> int:
         return self.task.episodes
 
+    @property
+    def env_kwargs(self) -> dict:
+        """The task's make kwargs plus what this model needs the env to render or expose (cameras, privileged state)."""
+        t = self.task
+        return {**t.env_kwargs, **observation_kwargs(self.model.image, set(t.declared_params), t.env_kwargs)}
+
     def row_fields(self) -> dict:
         """The :class:`~evaluations.models.Workload` fields (without ``evaluation`` and ``index``)."""
         m, t = self.model.image, self.task
@@ -179,7 +190,7 @@ class PlannedWorkload:
             "env_ref": t.env.reference, "env_version": t.env.version, "task_id": t.task_id, "benchmark": t.benchmark,
             "scenario": t.scenario_name, "perturbation": t.perturbation, "record": t.record, "episodes": t.episodes,
             "seed": t.seed, "workers": t.workers, "max_steps": t.max_steps, "env_vars": self.model.env_vars,
-            "env_kwargs": t.env_kwargs, "model_kwargs": m.load_kwargs, "success_criterion": t.success_criterion,
+            "env_kwargs": self.env_kwargs, "model_kwargs": m.load_kwargs, "success_criterion": t.success_criterion,
             "metadata": t.metadata,
         }
 

@@ -15,6 +15,7 @@ from ..models import Organization
 from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
 from .limits import evaluation_caps
 from .plan import PlannedTask
+from .rendering import concurrency_cap, memory_cap_warning
 
 __all__ = ["check_tasks", "find_scenario", "parse_record", "success_criterion"]
 
@@ -46,8 +47,10 @@ def _param_problem(name: str, value, env: ResolvedImage, declared: dict, fixed: 
         return f"{env.reference} declares no make parameters"
     if name == "physics":
         return 'set physics randomization with "perturbation": "physics:<s>"'
+    if name == "perturbation":
+        return 'choose a perturbed task set with the task\'s "perturbation" (e.g. "swap", "position_x:0.1")'
     if name not in declared:
-        settable = ", ".join(sorted(set(declared) - fixed - {"physics"}))
+        settable = ", ".join(sorted(set(declared) - fixed - {"physics", "perturbation"}))
         return (f'unknown parameter "{name}" for {env.reference} '
                 f'({"declared: " + settable if settable else "it declares no parameter a task may set"})')
     if name in fixed:
@@ -83,7 +86,8 @@ def env_kwargs(scenario: dict | None, perturbation: perturbations.Perturbation, 
     """The env's make kwargs: the task's ``params``, overridden by the scenario's own, plus an env-side perturbation."""
     kwargs = {**(params or {}), **(dict(scenario["params"]) if scenario else {})}
     if perturbation.side == "env" and perturbation.strength:
-        kwargs[perturbation.name] = perturbation.strength
+        kind = perturbations.CATALOG[perturbation.name]
+        kwargs[kind.param] = kind.make_value(perturbation.strength)
     return kwargs
 
 
@@ -181,6 +185,23 @@ def _resolve_env(ref: str, organization: Organization, memo: dict) -> ResolvedIm
     return memo[ref]
 
 
+def _env_perturbation_problem(perturbation: perturbations.Perturbation, env: ResolvedImage,
+                              scenario: dict | None) -> str | None:
+    """Why an env-side perturbation cannot apply: the env lacks its make parameter, or the scenario lists the
+    env-side perturbations it supports (``perturbations``) and this is not one of them."""
+    if perturbation.side != "env":
+        return None
+    param = perturbations.CATALOG[perturbation.name].param
+    if param not in param_specs(env):
+        return (f"{perturbation.label} needs an env with a `{param}` make parameter; {env.reference} has none "
+                "(driver-side perturbations work everywhere: obs_noise, action_noise, action_repeat, action_delay)")
+    supported = (scenario or {}).get("perturbations")
+    if supported is not None and perturbation.label not in supported:
+        return (f"{env.reference} {scenario['id']} does not ship {perturbation.label} "
+                f"(it supports: {', '.join(supported) or 'no env-side perturbation'})")
+    return None
+
+
 def _check_task(i: int, task: dict, organization: Organization, errors: list[dict], warnings: list[str],
                 envs: dict) -> PlannedTask | None:
     path = f"tasks[{i}]"
@@ -207,20 +228,22 @@ def _check_task(i: int, task: dict, organization: Organization, errors: list[dic
     errors.extend(check_params(task.get("params") or {}, env, scenario, f"{path}.params"))
     criterion = success_criterion(task, env, scenario)
     _success_warnings(task, criterion, env, path, warnings)
-    if perturbation.side == "env" and "physics" not in param_specs(env):
-        errors.append({
-            "path": f"{path}.perturbation",
-            "message": f"{perturbation.label} needs an env with a `physics` make parameter; {env.reference} has none "
-            "(driver-side perturbations work everywhere: obs_noise, action_noise, action_repeat, action_delay)",
-        })
+    problem = _env_perturbation_problem(perturbation, env, scenario)
+    if problem:
+        errors.append({"path": f"{path}.perturbation", "message": problem})
     if len(errors) > before:
         return None
+    workers = min(task["workers"], task["episodes"])
+    cap = concurrency_cap(env)
+    if cap is not None and workers > cap:
+        warnings.append(memory_cap_warning(path, env, workers, cap))
+        workers = cap
     return PlannedTask(
         env=env, task_id=scenario["id"] if scenario else task["taskId"], requested_task_id=task["taskId"],
         scenario=scenario, success_criterion=criterion, perturbation=perturbation.label, record=record,
-        episodes=task["episodes"], seed=task["seed"], workers=min(task["workers"], task["episodes"]),
+        episodes=task["episodes"], seed=task["seed"], workers=workers,
         max_steps=task["maxSteps"], env_kwargs=env_kwargs(scenario, perturbation, task.get("params")),
-        metadata=task.get("metadata", {}),
+        metadata=task.get("metadata", {}), declared_params=tuple(param_specs(env)),
     )
 
 

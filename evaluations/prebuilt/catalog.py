@@ -18,6 +18,7 @@ from pathlib import Path
 import rlmesh
 
 from .envs import CLASSIC_CRITERIA, CLASSIC_SCENARIOS
+from .libero import ENV_MEMORY_BYTES as LIBERO_ENV_BYTES
 
 #: The endpoint bridge: a model only the /agents API can configure (its ``load`` kwargs are a run's endpoint).
 AGENT_ENDPOINT_MODEL = "prebuilt/agent-endpoint"
@@ -25,6 +26,16 @@ AGENT_ENDPOINT_MODEL = "prebuilt/agent-endpoint"
 WEIGHTS_DIR = Path(__file__).with_name("weights")
 #: Version label listing the only env repositories a model can act in (comma-separated), checked at submit.
 ENVS_LABEL = "dev.rlmesh.platform.envs"
+
+#: Version label of a model that says what it reads of an observation (comma-separated: ``state``, ``images``,
+#: ``privileged``); the planner renders only the cameras such a model reads (``planning.rendering``). A model without
+#: it (or a pushed image, which cannot set it) is assumed to read images.
+OBSERVES_LABEL = "dev.rlmesh.platform.observes"
+#: Version label of an env: the resident memory one instance holds (bytes), from which the planner caps how many run
+#: at once on a worker host.
+MEMORY_LABEL = "dev.rlmesh.platform.env-memory-bytes"
+#: Version label: seconds the image's server may take to become ready, when more than the runtime's default.
+READY_LABEL = "dev.rlmesh.platform.ready-seconds"
 
 #: What success means on the scenarios whose env reports its own flag: the flag (declared, so the preview knows).
 ENV_FLAG = {"kind": "env_flag", "description": "the env's own success flag"}
@@ -41,10 +52,23 @@ class PrebuiltImage:
     files: tuple[Path, ...] = ()
     #: For a model that can act only in some envs (it parses their observation): those env repositories.
     envs: tuple[str, ...] = ()
+    #: For a model: what it reads of the observation (``OBSERVES_LABEL``); empty: not declared (images assumed).
+    observes: tuple[str, ...] = ()
+    #: For an env: resident memory of one instance in bytes (``MEMORY_LABEL``); 0: not declared.
+    memory_bytes: int = 0
+    #: Seconds its server may take to become ready (``READY_LABEL``); 0: the runtime's default.
+    ready_seconds: int = 0
 
     @property
     def labels(self) -> dict:
-        return {ENVS_LABEL: ",".join(self.envs)} if self.envs else {}
+        labels = {ENVS_LABEL: ",".join(self.envs)} if self.envs else {}
+        if self.observes:
+            labels[OBSERVES_LABEL] = ",".join(self.observes)
+        if self.memory_bytes:
+            labels[MEMORY_LABEL] = str(self.memory_bytes)
+        if self.ready_seconds:
+            labels[READY_LABEL] = str(self.ready_seconds)
+        return labels
 
     @property
     def digest(self) -> str:
@@ -54,12 +78,21 @@ class PrebuiltImage:
             "scenarios": self.scenarios,
             "checkpoints": self.checkpoints,
             **({"envs": list(self.envs)} if self.envs else {}),
+            **({"labels": self.labels} if self.observes or self.memory_bytes or self.ready_seconds else {}),
             "rlmesh": rlmesh.__version__ if hasattr(rlmesh, "__version__") else "0.1.0",
         }
         h.update(json.dumps(payload, sort_keys=True).encode())
         for path in self.files:
             h.update(path.read_bytes())
         return "sha256:" + h.hexdigest()
+
+
+def ready_timeout(version) -> float | None:
+    """The readiness time an image version declares (``READY_LABEL``, seconds), or None."""
+    try:
+        return float((version.labels or {}).get(READY_LABEL) or 0) or None
+    except (TypeError, ValueError):
+        return None
 
 
 def describe_source(source: str) -> dict:
@@ -148,6 +181,18 @@ def _metaworld_scenarios() -> list[dict]:
     ]
 
 
+def _libero_scenarios() -> list[dict]:
+    from .libero import MAX_STEPS, SUITES, VARIANTS, scenario_name, supported_perturbations
+
+    # Success is the task's BDDL goal (check_success), reported as info["success"]; the episode terminates on it.
+    return [
+        {"id": vid, "name": scenario_name(vid), "params": params,
+         "instruction": SUITES[params["suite"]][params["task_index"]], "maxSteps": MAX_STEPS[params["suite"]],
+         "perturbations": supported_perturbations(params["suite"]), "success": ENV_FLAG}
+        for vid, params in VARIANTS.items()
+    ]
+
+
 def _miniwob_scenarios() -> list[dict]:
     from .miniwob import SCENARIOS, VARIANTS
 
@@ -208,6 +253,28 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         envs=("prebuilt/metaworld",),
     ),
     PrebuiltImage(
+        name="libero",
+        kind="env",
+        source="python+libero://evaluations.prebuilt.libero:Libero",
+        description="LIBERO manipulation (Franka Panda, LIBERO-PRO packaging): 130 tasks in 5 suites "
+        "(libero_spatial, libero_object, libero_goal, libero_10, libero_90), LeRobot's observations, init states "
+        "and step caps; success from the BDDL goal; LIBERO-PRO perturbations. Runs in its own venv (MuJoCo 3.17).",
+        scenarios=_libero_scenarios(),
+        memory_bytes=LIBERO_ENV_BYTES,
+        # make builds the robosuite scene before the server listens: 2–5 s idle, minutes on a loaded host
+        ready_seconds=300,
+    ),
+    PrebuiltImage(
+        name="libero-expert",
+        kind="model",
+        source="python+libero://evaluations.prebuilt.libero_expert:LiberoExpert",
+        description="A scripted pick-and-place expert for LIBERO that reads the simulator's privileged state "
+        "(object and fixture poses), not the cameras: privileged, not a learned policy; the reachable baseline "
+        "for libero_object and libero_spatial.",
+        envs=("prebuilt/libero",),
+        observes=("state", "privileged"),
+    ),
+    PrebuiltImage(
         name="miniwob",
         kind="env",
         source="python://evaluations.prebuilt.miniwob:MiniWoB",
@@ -236,6 +303,7 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         kind="model",
         source="builtin:random",
         description="Uniform random actions from the env's action space, seeded by the episode seed (baseline).",
+        observes=("state",),
     ),
     PrebuiltImage(
         name="classic-control-heuristics",

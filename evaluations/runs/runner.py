@@ -18,6 +18,7 @@ from ..choices import LogLevel
 from ..domain import perturbations
 from ..domain.scoring import histogram_add
 from ..models import Evaluation, Shard, Workload
+from ..prebuilt.catalog import ready_timeout
 from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for, shared
 from ..runtime.local import LocalRuntime
 from . import recording
@@ -86,7 +87,7 @@ class ShardRunner:
     def _spec(self, kind: str) -> ServerSpec:
         w = self.workload
         if kind == "env":
-            return ServerSpec("env", w.env_version.source, dict(w.env_kwargs))
+            return ServerSpec("env", w.env_version.source, dict(w.env_kwargs), ready_timeout=ready_timeout(w.env_version))
         return ServerSpec("model", w.model_version.source, dict(w.model_kwargs), dict(w.env_vars),
                           secrets=self.secrets())
 

@@ -28,6 +28,15 @@ class ServerSpec:
     kwargs: dict = field(default_factory=dict)
     env_vars: dict = field(default_factory=dict)
     secrets: dict = field(default_factory=dict, repr=False)
+    #: Seconds the server may take to become ready, when its image declares more than
+    #: ``settings.RLMESH_SERVER_READY_TIMEOUT`` (LIBERO builds a robosuite scene before it listens); None: the setting.
+    ready_timeout: float | None = None
+
+    @property
+    def ready_limit(self) -> float:
+        from django.conf import settings
+
+        return max(settings.RLMESH_SERVER_READY_TIMEOUT, self.ready_timeout or 0.0)
 
 
 class ServedEndpoint(ABC):

@@ -138,7 +138,7 @@ def _overview_context(request: HttpRequest, evaluation: Evaluation) -> dict:
 
 
 def _episodes_context(request: HttpRequest, evaluation: Evaluation) -> dict:
-    filterset = EpisodeFilterSet(request.GET, queryset=evaluation.episodes.select_related("workload"))
+    filterset = EpisodeFilterSet(request.GET, queryset=evaluation.episodes.select_related("workload__env_version"))
     qs = filterset.qs if filterset.is_valid() else evaluation.episodes.none()
     sort = request.GET.get("sort", "index")
     qs = qs.order_by(*EPISODE_SORTS.get(sort, EPISODE_SORTS["index"]))

@@ -322,6 +322,14 @@ class TestLaunch:
         assert 'name="param:prebuilt/metaworld:physics"' not in html
         assert 'inputmode="numeric"' in html and 'name="seed"' in html and 'type="number" name="seed"' not in html
 
+    def test_the_picker_lists_all_130_libero_scenarios_with_their_instructions(self, web):
+        html = web.get("/evaluations/new").content.decode()
+        assert "All of libero_90 (90)" in html and "All of libero_goal (10)" in html
+        assert html.count('name="scenarios" value="libero_') == 130
+        assert ('<code>libero_goal/0</code> LIBERO-Goal #0 <span class="small scenario-instruction">“open the middle '
+                'drawer of the cabinet”</span>') in html
+        assert 'name="param:prebuilt/libero:cameras"' in html and 'name="param:prebuilt/libero:perturbation"' not in html
+
     def test_params_from_the_widgets_reach_the_request_typed(self, web):
         r = web.post("/evaluations/new", {
             "source": "fields", "models": ["prebuilt/metaworld-expert"], "env": "prebuilt/metaworld",
@@ -493,3 +501,14 @@ def test_a_perturbation_sweep_shows_one_row_per_level(web, tenant_a):
     html = web.get(f"/evaluations/{evaluation.public_id}").content.decode()
     assert "classic/CartPole-v1 · obs_noise:0.5" in html  # the models × tasks matrix keeps the levels apart
     assert html.count("<td>obs_noise:0.5</td>") >= 2  # workload table and scores table
+
+
+def test_a_libero_episode_row_and_its_video_show_the_instruction(web, tenant_a):
+    body = {"models": ["prebuilt/random"],
+            "tasks": [{"env": "prebuilt/libero", "taskId": "libero_goal/0", "episodes": 1, "record": "all"}]}
+    evaluation = submit(tenant_a, body)
+    add_episodes(evaluation, [("completed", False, 0.0)])
+    Episode.objects.filter(evaluation=evaluation).update(video="videos/x.mp4", video_meta={"frames": 3, "bytes": 10})
+    html = web.get(f"/evaluations/{evaluation.public_id}/episodes", HTTP_HX_REQUEST="true").content.decode()
+    assert '<div class="muted small instruction" title="instruction">“open the middle drawer of the cabinet”</div>' in html
+    assert "Instruction: “open the middle drawer of the cabinet”" in html

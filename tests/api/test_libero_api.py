@@ -1,0 +1,80 @@
+"""prebuilt/libero through the API: its catalog, refusals with the bad field's path, the make kwargs the planner
+records per model (cameras, privileged state, perturbation) and the memory cap on parallel workers."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def _request(model="prebuilt/random", **task) -> dict:
+    return {"models": [model], "tasks": [{"env": "prebuilt/libero", "taskId": "libero_object/0", "episodes": 2, **task}]}
+
+
+def test_images_list_all_130_scenarios_with_instructions(api):
+    env = api.get("/v1/images/prebuilt/libero").json()
+    scenarios = {s["id"]: s for s in env["scenarios"]}
+    assert len(scenarios) == 130 and sum(i.startswith("libero_90/") for i in scenarios) == 90
+    assert scenarios["libero_goal/0"]["instruction"] == "open the middle drawer of the cabinet"
+    assert scenarios["libero_goal/0"]["successCriterion"]["kind"] == "env_flag"
+
+
+@pytest.mark.parametrize(("task_id", "message"), [
+    ("libero_goal/10", "libero_goal has 10 scenarios, indexes 0–9"),
+    ("libero_100/0", 'it has no benchmark "libero_100"'),
+    ("libero_goal/x", 'unknown scenario "libero_goal/x"'),
+])
+def test_an_unknown_suite_or_index_names_the_task_id(api, task_id, message):
+    r = api.post("/v1/evaluation-previews", _request(taskId=task_id), format="json")
+    assert r.status_code == 400
+    (detail,) = r.json()["error"]["details"]
+    assert detail["path"] == "tasks[0].taskId" and message in detail["message"], detail
+
+
+def test_random_renders_no_camera_and_the_expert_gets_privileged_state(api):
+    from evaluations.models import Evaluation
+
+    body = {"models": ["prebuilt/random", "prebuilt/libero-expert"],
+            "tasks": [{"env": "prebuilt/libero", "taskId": "libero_object/0", "episodes": 2, "record": "all"}]}
+    r = api.post("/v1/evaluations", body, format="json")
+    assert r.status_code == 201, r.content
+    kwargs = {w.model_ref: w.env_kwargs for w in Evaluation.objects.get(public_id=r.json()["id"]).workloads.all()}
+    assert kwargs["prebuilt/random"] == {"suite": "libero_object", "task_index": 0, "cameras": "none"}
+    assert kwargs["prebuilt/libero-expert"] == {"suite": "libero_object", "task_index": 0, "cameras": "none",
+                                                "privileged": True}
+
+
+def test_the_expert_acts_only_on_libero(api):
+    body = {"models": ["prebuilt/libero-expert"],
+            "tasks": [{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 1}]}
+    (detail,) = api.post("/v1/evaluation-previews", body, format="json").json()["error"]["details"]
+    assert detail["path"] == "models[0].model" and "acts only in prebuilt/libero" in detail["message"]
+
+
+def test_libero_pro_perturbations_reach_the_env_and_unsupported_ones_are_refused(api):
+    from evaluations.models import Evaluation
+
+    r = api.post("/v1/evaluations", _request(perturbation="swap"), format="json")
+    assert r.status_code == 201, r.content
+    assert Evaluation.objects.get(public_id=r.json()["id"]).workloads.get().env_kwargs["perturbation"] == "swap"
+    r = api.post("/v1/evaluation-previews", _request(taskId="libero_90/0", perturbation="language"), format="json")
+    (detail,) = r.json()["error"]["details"]
+    assert detail["path"] == "tasks[0].perturbation" and "does not ship language" in detail["message"]
+    r = api.post("/v1/evaluation-previews", _request(params={"perturbation": "swap"}), format="json")
+    assert r.json()["error"]["details"][0]["path"] == "tasks[0].params.perturbation"
+    r = api.post("/v1/evaluation-previews", _request(env="prebuilt/mujoco", taskId="locomotion/Hopper-v5",
+                                                     perturbation="swap"), format="json")
+    assert "needs an env with a `perturbation` make parameter" in r.json()["error"]["details"][0]["message"]
+
+
+def test_workers_beyond_the_hosts_memory_are_capped_and_the_preview_says_so(api, settings):
+    settings.RLMESH_WORKER_HOST_MEMORY_BYTES = 8 * 2**30  # 75 % of 8 GB holds two 2.5 GB LIBERO envs
+    r = api.post("/v1/evaluation-previews", _request(episodes=8, workers=4), format="json")
+    assert r.status_code == 200, r.content
+    body = r.json()
+    (warning,) = [w for w in body["warnings"] if "capped" in w]
+    assert warning.startswith("tasks[0].workers: 4 prebuilt/libero envs") and "capped at 2 concurrent envs" in warning
+    assert {w["workers"] for w in body["workloads"]} == {2}
+    r = api.post("/v1/evaluation-previews", _request(episodes=8, workers=2), format="json")
+    assert not [w for w in r.json()["warnings"] if "capped" in w]
