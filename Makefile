@@ -5,10 +5,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Meta-World pins its own MuJoCo: it lives in a venv of its own (scripts/setup-metaworld.sh).
 MW_STAMP := .venv-metaworld/.installed
+# LeRobot (SmolVLA) pins torch<2.11 and its own transformers: a venv of its own too (scripts/setup-lerobot.sh). 8.4 GB
+# and ~5 minutes, so `make demo` does not build it (prebuilt/smolvla/libero needs operator-installed weights anyway).
+LR_STAMP := .venv-lerobot/.installed
 
 .PHONY: demo dev stop worker web test test-fast bench install clean
 
-install: $(STAMP) $(MW_STAMP)
+install: $(STAMP) $(MW_STAMP) $(LR_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -18,6 +21,9 @@ $(STAMP): pyproject.toml
 
 $(MW_STAMP): scripts/setup-metaworld.sh
 	bash scripts/setup-metaworld.sh
+
+$(LR_STAMP): scripts/setup-lerobot.sh
+	bash scripts/setup-lerobot.sh
 
 demo: $(STAMP) $(MW_STAMP)
 	bash scripts/setup-system.sh demo
@@ -38,7 +44,7 @@ worker: $(STAMP)
 web: $(STAMP)
 	bash scripts/web.sh
 
-test: $(STAMP) $(MW_STAMP)
+test: $(STAMP) $(MW_STAMP) $(LR_STAMP)
 	bash scripts/setup-system.sh test
 	$(PY) -m pytest
 
