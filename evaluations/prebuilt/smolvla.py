@@ -15,12 +15,14 @@ This module imports neither Django nor torch at import time (torch and lerobot o
 platform can import :data:`POLICY_SETTING`, :data:`BACKBONE_SETTING`, :data:`DOCS_PAGE` and
 :func:`weights_problem`.
 
-Each observation is mapped exactly as lerobot's LIBERO evaluation (``lerobot_eval.rollout``) maps one: lerobot's
+Each observation is mapped as lerobot's LIBERO evaluation (``lerobot_eval.rollout``) maps one: lerobot's
 ``preprocess_observation`` (``pixels.image`` / ``pixels.image2`` uint8 H×W×3 → ``observation.images.image`` /
-``.image2`` float 1×3×H×W in [0, 1]; ``agent_pos`` (8) → ``observation.state``; a nested ``robot_state`` is passed
-on), the instruction as ``task``, ``LiberoProcessorStep`` (the 180° image flip; ``robot_state`` → the 8-float
-state), the checkpoint's saved preprocessor (tokenizer, normalisation, device), ``select_action`` and the saved
-postprocessor (unnormalisation). The action is 7 float32 (delta end-effector pose + gripper), clipped to [-1, 1].
+``.image2`` float 1×3×H×W in [0, 1]; ``agent_pos`` (8) → ``observation.state``), the instruction as ``task``, the
+checkpoint's saved preprocessor (newline, tokenizer, device, normalisation), ``select_action`` and the saved
+postprocessor (unnormalisation). The env side of that pipeline, ``LiberoProcessorStep`` (LIBERO's renders rotated
+by 180°; end-effector position, axis-angle and gripper as the 8-float state), is what ``prebuilt/libero`` already
+delivers, so it is not applied twice: a model-side flip would show the policy upside-down images. The action is 7
+float32 (delta end-effector pose + gripper), clipped to [-1, 1].
 
 SmolVLA plans a chunk of ``n_action_steps`` actions (50 in the published checkpoints) and replays it from a queue.
 The queue is kept **per episode** (rlmesh's predict ``context``: its ``episode_id`` and ``state``), so one model
@@ -97,8 +99,8 @@ def _text(value) -> str | None:
 class SmolVLALibero(rlmesh.numpy.Model):
     """LeRobot's SmolVLA (``SmolVLAPolicy.from_pretrained``) on LIBERO observations; see the module docstring.
 
-    Observation: ``pixels`` ``{image: agentview, image2: wrist}`` uint8 (256, 256, 3); ``agent_pos`` float (8,)
-    (or LeRobot's nested ``robot_state``); the instruction as text. Action: float32 (7,) in [-1, 1].
+    Observation: ``pixels`` ``{image: agentview, image2: wrist}`` uint8 (256, 256, 3), rotated 180° as LeRobot's
+    LIBERO pipeline feeds them; ``agent_pos`` float (8,); the instruction as text. Action: float32 (7,) in [-1, 1].
     ``load`` raises ``FileNotFoundError`` (:func:`weights_problem`) when the folders lack the weights.
     """
 
@@ -120,7 +122,6 @@ class SmolVLALibero(rlmesh.numpy.Model):
         from lerobot.policies.smolvla.modeling_smolvla import SmolVLAPolicy
         from lerobot.processor import PolicyProcessorPipeline
         from lerobot.processor.converters import policy_action_to_transition, transition_to_policy_action
-        from lerobot.processor.env_processor import LiberoProcessorStep
 
         self.torch = torch
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -135,24 +136,21 @@ class SmolVLALibero(rlmesh.numpy.Model):
         self.postprocessor = PolicyProcessorPipeline.from_pretrained(
             policy_dir, "policy_postprocessor.json", to_transition=policy_action_to_transition,
             to_output=transition_to_policy_action)
-        self.env_preprocessor = PolicyProcessorPipeline(steps=[LiberoProcessorStep()])
         self.device = None  # numpy model: rlmesh moves nothing; the preprocessor's device step does
         self.torch_device = device
         self._lock = threading.Lock()  # one forward at a time: the policy's queue is swapped per episode
 
     def batch(self, observation) -> dict:
         """LeRobot's policy input for one observation, before the checkpoint's preprocessor: what
-        ``lerobot_eval.rollout`` builds with ``preprocess_observation``, the task and ``LiberoProcessorStep``."""
+        ``lerobot_eval.rollout`` builds with ``preprocess_observation`` and the task (``KeyError`` without
+        ``pixels`` or ``agent_pos``)."""
         from lerobot.envs.utils import preprocess_observation
 
-        raw = {"pixels": {k: np.ascontiguousarray(v, dtype=np.uint8) for k, v in observation["pixels"].items()}}
-        if "agent_pos" in observation:
-            raw["agent_pos"] = np.asarray(observation["agent_pos"], dtype=np.float32)
-        if "robot_state" in observation:
-            raw["robot_state"] = observation["robot_state"]
-        batch = preprocess_observation(raw)
+        batch = preprocess_observation({
+            "pixels": {k: np.ascontiguousarray(v, dtype=np.uint8) for k, v in observation["pixels"].items()},
+            "agent_pos": np.asarray(observation["agent_pos"], dtype=np.float32)})
         batch["task"] = [instruction_of(observation)]
-        return self.env_preprocessor(batch)
+        return batch
 
     def predict(self, observation, context=None):
         episode = context["state"] if context is not None else {}
