@@ -50,7 +50,9 @@ def with_weights(tmp_path_factory):
     """A live platform (SQLite, one worker) whose settings point at the tiny checkpoint's folders."""
     policy, backbone = build_tiny_checkpoint(tmp_path_factory.mktemp("smolvla-weights"))
     platform = LivePlatform(tmp_path_factory.mktemp("live-smolvla"), RLMESH_SMOLVLA_LIBERO_DIR=str(policy),
-                            RLMESH_SMOLVLA_BACKBONE_DIR=str(backbone))
+                            RLMESH_SMOLVLA_BACKBONE_DIR=str(backbone),
+                            # LIBERO builds its scene before it listens: slower than 60 s on a loaded 2-core host
+                            RLMESH_SERVER_READY_TIMEOUT="300")
     try:
         yield platform.start()
     finally:
