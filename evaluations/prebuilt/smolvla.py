@@ -153,6 +153,9 @@ class SmolVLALibero(rlmesh.numpy.Model):
         return batch
 
     def predict(self, observation, context=None):
+        """One action (float32 (7,), in [-1, 1]) for ``observation``: the next of the episode's queued chunk, or the
+        first of a new chunk when the queue is empty. ``context`` is rlmesh's per-episode context (``episode_seed``,
+        ``state``: where the queue lives); without one (an anonymous lane) every call plans afresh."""
         episode = context["state"] if context is not None else {}
         with self._lock, self.torch.inference_mode():
             if "queues" not in episode:
