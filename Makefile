@@ -7,10 +7,13 @@ STAMP := $(VENV)/.installed
 MW_STAMP := .venv-metaworld/.installed
 # LIBERO (robosuite 1.4, MuJoCo 3.17) likewise (scripts/setup-libero.sh).
 LIBERO_STAMP := .venv-libero/.installed
+# LeRobot (SmolVLA) pins torch<2.11 and its own transformers: a venv of its own too (scripts/setup-lerobot.sh). 8.4 GB
+# and ~5 minutes, so `make demo` does not build it (prebuilt/smolvla/libero needs operator-installed weights anyway).
+LR_STAMP := .venv-lerobot/.installed
 
 .PHONY: demo dev stop worker web test test-fast bench install clean docs
 
-install: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) docs
+install: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) $(LR_STAMP) docs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -23,6 +26,9 @@ $(MW_STAMP): scripts/setup-metaworld.sh
 
 $(LIBERO_STAMP): scripts/setup-libero.sh
 	bash scripts/setup-libero.sh
+
+$(LR_STAMP): scripts/setup-lerobot.sh
+	bash scripts/setup-lerobot.sh
 
 demo: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) docs
 	bash scripts/setup-system.sh demo
@@ -43,7 +49,7 @@ worker: $(STAMP)
 web: $(STAMP)
 	bash scripts/web.sh
 
-test: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) docs
+test: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) $(LR_STAMP) docs
 	bash scripts/setup-system.sh test
 	$(PY) -m pytest
 

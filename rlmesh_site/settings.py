@@ -359,9 +359,9 @@ RLMESH_CONTAINER_ENV_TRANSPORT = os.environ.get("RLMESH_CONTAINER_ENV_TRANSPORT"
 #: Dotted path of the runtime backend for trusted (prebuilt) sources.
 RLMESH_RUNTIME = os.environ.get("RLMESH_RUNTIME", "evaluations.runtime.local.LocalRuntime")
 RLMESH_WORKFLOW_EDITION = env_str("RLMESH_WORKFLOW_EDITION", "2026.06")
-#: Interpreters of the own venvs (scripts/setup-<name>.sh) of env families with conflicting pins: ``python+<name>://``.
-RLMESH_PYTHON_ENVS = {n: os.environ.get(f"RLMESH_{n.upper()}_PYTHON", str(BASE_DIR / f".venv-{n}/bin/python"))
-                      for n in ("metaworld", "libero")}
+#: Interpreters of ``python+<name>://`` sources (scripts/setup-<name>.sh); SmolVLA LIBERO weights (docs/running/smolvla-weights.md).
+RLMESH_PYTHON_ENVS = {n: os.environ.get(f"RLMESH_{n.upper()}_PYTHON", str(BASE_DIR / f".venv-{n}" / "bin" / "python")) for n in ("metaworld", "libero", "lerobot")}
+RLMESH_SMOLVLA_LIBERO_DIR, RLMESH_SMOLVLA_BACKBONE_DIR = env_str("RLMESH_SMOLVLA_LIBERO_DIR"), env_str("RLMESH_SMOLVLA_BACKBONE_DIR")
 #: The shards of one workload on a host share one model server (rlmesh model servers take many sessions).
 RLMESH_SHARE_MODEL_SERVERS = env_bool("RLMESH_SHARE_MODEL_SERVERS", True)
 #: Fork local servers from a preloaded forkserver (ready in ~30 ms) instead of starting a fresh interpreter (~0.5 s).

@@ -7,6 +7,7 @@ from ..choices import ImageKind
 from ..models import Organization
 from ..prebuilt.catalog import AGENT_ENDPOINT_MODEL
 from ..services.catalog import ReferenceError_, resolve_reference
+from ..services.weights import weights_problem
 from .parse import model_path
 from .plan import PlannedModel
 
@@ -25,6 +26,11 @@ def resolve_models(data: dict, entries: list[dict], *, organization: Organizatio
             image = resolve_reference(entry["model"], kind=ImageKind.MODEL, organization=organization)
         except ReferenceError_ as exc:
             errors.append({"path": model_path(data, i), "message": str(exc)})
+            models.append(None)
+            continue
+        problem = weights_problem(image.version.checkpoints, image.checkpoint)
+        if problem:
+            errors.append({"path": model_path(data, i), "message": f"{entry['model']}: {problem}"})
             models.append(None)
             continue
         if image.version.repository.path == AGENT_ENDPOINT_MODEL:
@@ -47,15 +53,16 @@ def _error(ref, kind: str, path: str, organization: Organization) -> dict | None
     if not isinstance(ref, str):
         return None
     try:
-        resolve_reference(ref, kind=kind, organization=organization)
+        image = resolve_reference(ref, kind=kind, organization=organization)
     except ReferenceError_ as exc:
         return {"path": path, "message": str(exc)}
-    return None
+    problem = weights_problem(image.version.checkpoints, image.checkpoint)
+    return {"path": path, "message": f"{ref}: {problem}"} if problem else None
 
 
 def reference_errors(normalized: dict, data: dict, *, organization: Organization, reported: set[str]) -> list[dict]:
     """Best-effort reference errors for a request that failed the schema: unknown models/envs whose own field was
-    well-formed (paths not already ``reported``)."""
+    well-formed, and models whose installed weights are missing (paths not already ``reported``)."""
     entries = normalized.get("models") if "models" in data else [normalized.get("model")]
     candidates = [(e.get("model") if isinstance(e, dict) else None, ImageKind.MODEL, model_path(data, i))
                   for i, e in enumerate(entries if isinstance(entries, list) else [])]

@@ -19,6 +19,7 @@ import rlmesh
 
 from .envs import CLASSIC_CRITERIA, CLASSIC_SCENARIOS
 from .libero import ENV_MEMORY_BYTES as LIBERO_ENV_BYTES
+from .smolvla import DOCS_PAGE as SMOLVLA_DOCS
 
 #: The endpoint bridge: a model only the /agents API can configure (its ``load`` kwargs are a run's endpoint).
 AGENT_ENDPOINT_MODEL = "prebuilt/agent-endpoint"
@@ -273,6 +274,22 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         "for libero_object and libero_spatial.",
         envs=("prebuilt/libero",),
         observes=("state", "privileged"),
+    ),
+    PrebuiltImage(
+        name="smolvla",
+        kind="model",
+        source="python+lerobot://evaluations.prebuilt.smolvla:SmolVLALibero",
+        description="SmolVLA (LeRobot's own policy code, lerobot 0.4.4) fine-tuned on LIBERO: images, state and the "
+        "instruction to 50-action chunks. Needs the weights an operator installs (RLMESH_SMOLVLA_LIBERO_DIR, "
+        "RLMESH_SMOLVLA_BACKBONE_DIR; docs/running/smolvla-weights.md); CUDA when present, else CPU.",
+        # "weights": the checkpoint's folders come from settings (services.weights): refused while not installed.
+        checkpoints={"libero": {"load": {}, "weights": {
+            "check": "smolvla-libero", "docs": SMOLVLA_DOCS,
+            "settings": {"policy_dir": "RLMESH_SMOLVLA_LIBERO_DIR", "backbone_dir": "RLMESH_SMOLVLA_BACKBONE_DIR"}}}},
+        envs=("prebuilt/libero",),
+        observes=("state", "images"),
+        # importing torch + lerobot and loading the checkpoint: tens of seconds idle, minutes on a loaded host
+        ready_seconds=300,
     ),
     PrebuiltImage(
         name="miniwob",

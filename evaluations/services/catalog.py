@@ -153,8 +153,14 @@ class ResolvedImage:
 
     @property
     def load_kwargs(self) -> dict:
-        """Keyword arguments of the model's ``load()`` that select the checkpoint."""
-        return dict(self.version.checkpoints.get(self.checkpoint, {}).get("load", {})) if self.checkpoint else {}
+        """Keyword arguments of the model's ``load()`` that select the checkpoint, with the folders of weights an
+        operator installed (services.weights) as their settings name them now."""
+        if not self.checkpoint:
+            return {}
+        from .weights import weights_kwargs
+
+        return {**self.version.checkpoints.get(self.checkpoint, {}).get("load", {}),
+                **weights_kwargs(self.version.checkpoints, self.checkpoint)}
 
     @property
     def scenarios(self) -> list[str] | None:

@@ -59,3 +59,15 @@ def checks_passed(verifiers) -> str:
 def criterion(value) -> str:
     """What a scenario's success criterion means in words (``"undefined"`` without one; see domain.outcomes)."""
     return criterion_summary(value if isinstance(value, dict) else None)
+
+
+@register.filter
+def weights_note(version, checkpoint: str) -> str:
+    """For a checkpoint whose weights an operator installs: ``"weights installed"`` or ``"needs weights: <settings>
+    (<docs page>)"``; ``""`` for any other checkpoint (services.weights)."""
+    from ..services.weights import weights_status
+
+    row = next((r for r in weights_status(version.checkpoints) if r["checkpoint"] == checkpoint), None)
+    if row is None:
+        return ""
+    return "weights installed" if row["installed"] else f"needs weights: {', '.join(row['settings'])} ({row['docs']})"

@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ...choices import ProbeStatus
+from ...services.weights import weights_status
 
 __all__ = ["ImageListSerializer", "ImageSerializer", "ProbeQueuedSerializer"]
 
@@ -17,6 +18,13 @@ class ImageScenarioSerializer(serializers.Serializer):
     instruction = serializers.CharField(required=False, help_text="the language instruction, when the scenario has one")
 
 
+class CheckpointWeightsSerializer(serializers.Serializer):
+    checkpoint = serializers.CharField()
+    installed = serializers.BooleanField(help_text="false: the model is refused until an operator installs them")
+    settings = serializers.ListField(child=serializers.CharField(), help_text="the settings naming the folders")
+    docs = serializers.CharField(help_text="the operator's page on installing them")
+
+
 class ImageVersionSerializer(serializers.Serializer):
     digest = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
@@ -26,8 +34,16 @@ class ImageVersionSerializer(serializers.Serializer):
     pushedAt = serializers.DateTimeField(source="pushed_at")  # noqa: N815
     checkpoints = serializers.SerializerMethodField(help_text="checkpoint names a model reference may add")
 
+    weights = serializers.SerializerMethodField(
+        help_text="checkpoints whose weights an operator installs: whether they are installed, the settings naming "
+        "their folders and the docs page (empty for every other image)")
+
     def get_checkpoints(self, obj) -> list[str]:
         return list(obj.checkpoints)
+
+    @extend_schema_field(CheckpointWeightsSerializer(many=True))
+    def get_weights(self, obj) -> list[dict]:
+        return [{k: r[k] for k in ("checkpoint", "installed", "settings", "docs")} for r in weights_status(obj.checkpoints)]
 
 
 class ImageSerializer(serializers.Serializer):

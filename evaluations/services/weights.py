@@ -1,0 +1,55 @@
+"""Checkpoints whose weights an operator installs (``prebuilt/smolvla/libero``): where the settings point, and
+whether the folders hold the files.
+
+A catalog checkpoint declares ``"weights": {"check": <name in CHECKS>, "settings": {<load kwarg>: <setting name>},
+"docs": <page>}``. The settings' values become the model's ``load`` keyword arguments (so the effective config
+records which folders ran); while the check finds a problem, planning refuses the model at ``models[i].model``
+with the check's message, and the catalog lists the checkpoint as needing weights. Never a stand-in model.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from ..prebuilt import smolvla
+
+__all__ = ["CHECKS", "weights_kwargs", "weights_problem", "weights_status"]
+
+#: Check name → ``problem(**load kwargs) -> str | None`` (the model's own check: it also runs in the model server).
+CHECKS = {"smolvla-libero": lambda policy_dir="", backbone_dir="": smolvla.weights_problem(policy_dir, backbone_dir)}
+
+
+def _declared(checkpoints: dict, checkpoint: str | None) -> dict:
+    return (checkpoints.get(checkpoint) or {}).get("weights") or {} if checkpoint else {}
+
+
+def weights_kwargs(checkpoints: dict, checkpoint: str | None) -> dict:
+    """The ``load`` keyword arguments the checkpoint takes from settings (``{}`` when it needs no installed
+    weights): each declared setting's current value, ``""`` when unset."""
+    declared = _declared(checkpoints, checkpoint)
+    return {kwarg: str(getattr(settings, name, "") or "") for kwarg, name in declared.get("settings", {}).items()}
+
+
+def weights_problem(checkpoints: dict, checkpoint: str | None) -> str | None:
+    """Why the checkpoint's installed weights cannot be used here (naming the settings and the docs page), or
+    None when it needs none or they are in place."""
+    declared = _declared(checkpoints, checkpoint)
+    if not declared:
+        return None
+    check = CHECKS.get(declared.get("check", ""))
+    if check is None:
+        return f"the weights of this checkpoint cannot be checked (unknown check {declared.get('check')!r})"
+    return check(**weights_kwargs(checkpoints, checkpoint))
+
+
+def weights_status(checkpoints: dict) -> list[dict]:
+    """Per checkpoint needing installed weights: ``{"checkpoint", "installed", "settings", "docs", "problem"}``
+    (what /v1/images and the catalog page show)."""
+    rows = []
+    for name in checkpoints:
+        declared = _declared(checkpoints, name)
+        if declared:
+            problem = weights_problem(checkpoints, name)
+            rows.append({"checkpoint": name, "installed": problem is None, "settings": sorted(declared["settings"].values()),
+                         "docs": declared.get("docs", ""), "problem": problem or ""})
+    return rows
