@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.utils.dateparse import parse_datetime
 from rest_framework.exceptions import ValidationError
 
-__all__ = ["decode_cursor", "encode_cursor", "newest_first_page", "page_limit", "take_page"]
+__all__ = ["decode_cursor", "encode_cursor", "newest_first_page", "page_limit", "query_value", "take_page"]
 
 _INVALID = "invalid cursor; pass the nextCursor of the previous page"
 
@@ -41,11 +41,17 @@ def decode_cursor(cursor: str, *types: type) -> list:
         raise ValidationError({"cursor": [_INVALID]}) from None
 
 
+def query_value(request, name: str) -> str | None:
+    """The query parameter ``name``, None when it is absent or empty: across the API an empty value means the
+    parameter is unset (as the dashboard's filter bar sends an unset select or text box)."""
+    return request.query_params.get(name) or None
+
+
 def page_limit(request, *, default: int, maximum: int) -> int:
     """``?limit=``: absent → ``default``; a whole number from 1 up, and a larger one than ``maximum`` is served as
-    ``maximum`` (the page then says ``nextCursor``). 0, a negative number or a non-integer is a 400 on ``limit``
+    ``maximum`` (the page then says ``nextCursor``); empty is absent. 0, a negative number or a non-integer is a 400 on ``limit``
     that says the range: a page of zero items is no page (the CLI sends ``--limit`` as given, even 0)."""
-    raw = request.query_params.get("limit")
+    raw = query_value(request, "limit")
     if raw is None:
         return default
     try:
@@ -69,7 +75,7 @@ def newest_first_page(queryset, request, limit: int) -> tuple[list, str | None]:
     rows are added); returns ``(rows, next_cursor)``, ``next_cursor`` None on the last page. 400 on ``cursor`` if it
     does not decode."""
     queryset = queryset.order_by("-created_at", "-id")
-    cursor = request.query_params.get("cursor")
+    cursor = query_value(request, "cursor")
     if cursor:
         created_at, pk = decode_cursor(cursor, datetime, int)
         queryset = queryset.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
