@@ -14,7 +14,7 @@ from ..filtersets import EPISODE_VIEWS, EpisodeFilterSet
 from ..media import episode_video_response
 from .base import OrgScopedView
 from .exceptions import error_response
-from .pagination import decode_cursor, encode_cursor, page_limit, query_value, take_page
+from .pagination import CURSOR_PATTERNS, decode_cursor, encode_cursor, page_limit, query_value, take_page
 from .serializers import EpisodePageSerializer, LogPageSerializer, errors
 
 __all__ = ["EpisodeListView", "EpisodeVideoView", "LogListView"]
@@ -44,7 +44,7 @@ class EpisodeListView(OrgScopedView):
     @extend_schema(
         parameters=[
             OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size ≥ 1 (default 100; above 1000 a page holds 1000); 0, negative or not a number → 400"),
-            OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
+            OpenApiParameter("cursor", str, pattern=CURSOR_PATTERNS[(int,)], description="nextCursor of the previous page"),
             *EPISODE_FILTERS,
         ],
         responses={200: EpisodePageSerializer, **errors(400, 401, 404)},
@@ -65,7 +65,7 @@ class EpisodeListView(OrgScopedView):
 class LogListView(OrgScopedView):
     @extend_schema(
         parameters=[OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size ≥ 1 (default 1000; above 5000 a page holds 5000); 0, negative or not a number → 400"),
-                    OpenApiParameter("cursor", str, description="nextCursor of the previous page")],
+                    OpenApiParameter("cursor", str, pattern=CURSOR_PATTERNS[(int,)], description="nextCursor of the previous page")],
         responses={200: LogPageSerializer, **errors(400, 401, 404)},
         summary="Worker and runtime log lines, oldest first",
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -21,7 +23,7 @@ from ..selectors import evaluation_detail_queryset
 from .base import OrgScopedView
 from .baselines import TAG_PATTERN
 from .exceptions import error_response
-from .pagination import newest_first_page, page_limit, query_value
+from .pagination import CURSOR_PATTERNS, newest_first_page, page_limit, query_value
 from .serializers import (
     EvaluationDetailSerializer,
     EvaluationPageSerializer,
@@ -74,7 +76,7 @@ class EvaluationListView(OrgScopedView):
             OpenApiParameter("env", str, description="a workload runs in this env reference (exact)"),
             OpenApiParameter("creator", str, description="the creator's username (exact)"),
             OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size: a whole number ≥ 1 (default 25); above 500 a page holds 500. 0, negative or not a number → 400 on `limit`"),
-            OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
+            OpenApiParameter("cursor", str, pattern=CURSOR_PATTERNS[datetime, int], description="nextCursor of the previous page"),
         ],
         responses={200: EvaluationPageSerializer, **errors(400, 401)},
         summary="List evaluations, newest first",

@@ -147,7 +147,9 @@ UNREADABLE = [
     (EPISODES, "limit", "-1"),
     (EPISODES, "cursor", "%%%"),
     ("/v1/evaluations/{id}/logs", "limit", "1.5"),
-    ("/v1/evaluations/{id}/logs", "cursor", "WyJhIl0"),  # decodes, but not to a row id
+    ("/v1/evaluations/{id}/logs", "cursor", "12.34"),  # a list cursor where a row id is expected
+    (EVALUATIONS, "cursor", "1234"),  # a row id where a time and an id are expected
+    (EVALUATIONS, "cursor", "1" * 17 + ".1"),  # past the year 2286
     ("/v1/evaluations/{id}/scores", "groupBy", "colour"),
     ("/v1/comparisons?a={id}&b={id}", "alpha", "0.9"),
     ("/v1/comparisons?a={id}&b={id}", "alpha", "NaN"),

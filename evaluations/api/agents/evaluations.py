@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
@@ -11,7 +13,7 @@ from rest_framework.response import Response
 from ...agent_reports import STATUS_WORDS, agent_evaluations, env_id_of, status_document
 from ...planning.agent_runs import agent_env_reference
 from ...services.catalog import REFERENCE_PATTERN, ReferenceError_, parse_reference
-from ..pagination import newest_first_page, page_limit, query_value
+from ..pagination import CURSOR_PATTERNS, newest_first_page, page_limit, query_value
 from .base import AgentView
 from .runs import status_url
 from .serializers import AgentEvaluationListSerializer, StatusDocumentSerializer
@@ -47,7 +49,7 @@ class AgentEvaluationListView(AgentView):
     @extend_schema(
         parameters=[OpenApiParameter("environment_id", str, pattern=ENV_ID_PATTERN, description="e.g. miniwob or prebuilt/miniwob; not a name or reference → 400"),
                     OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size ≥ 1 (default 20; above 500 a page holds 500); 0, negative or not a number → 400"),
-                    OpenApiParameter("cursor", str, description="next_cursor of the previous page")],
+                    OpenApiParameter("cursor", str, pattern=CURSOR_PATTERNS[datetime, int], description="next_cursor of the previous page")],
         responses={200: AgentEvaluationListSerializer, **errors(400, 401)}, summary="Agent evaluations, newest first",
         operation_id="agents_evaluations_list")
     def get(self, request):
