@@ -8,6 +8,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.db.models.fields.json import KeyTransform
 
 from .choices import EpisodeStatus, EvaluationStatus
+from .domain.text import folded
 from .models import Episode, Evaluation, Workload
 
 
@@ -25,6 +26,29 @@ class TagField(forms.Field):
                 raise forms.ValidationError("Null characters are not allowed.")
             pairs.append((key, val))
         return pairs
+
+
+class StrictBooleanField(forms.Field):
+    """``true`` or ``false`` (also ``1``/``0``, any letter case); empty is unset (None). Anything else is a
+    ValidationError: django-filter's own boolean field reads an unknown value as "no filter" and drops it
+    silently (``?success=maybe`` listed every episode)."""
+
+    widget = forms.TextInput  # the raw value reaches to_python (NullBooleanSelect maps unknown values to None)
+    VALUES = {"true": True, "1": True, "false": False, "0": False}
+
+    def to_python(self, value):
+        if value in (None, ""):
+            return None
+        if isinstance(value, bool):
+            return value
+        try:
+            return self.VALUES[str(value).lower()]
+        except KeyError:
+            raise forms.ValidationError(f"must be true or false (got {str(value)[:50]!r})") from None
+
+
+class StrictBooleanFilter(django_filters.BooleanFilter):
+    field_class = StrictBooleanField
 
 
 class TagFilter(django_filters.Filter):
@@ -52,7 +76,8 @@ class BlankMeansUnset:
 
 
 class EvaluationFilterSet(BlankMeansUnset, django_filters.FilterSet):
-    """``status`` (repeatable: any of), ``q`` (case-insensitive substring of the name or metadata.evaluationLabel),
+    """``status`` (repeatable: any of), ``q`` (substring of the name or metadata.evaluationLabel, both folded by
+    :func:`evaluations.domain.text.folded`: case-insensitive in every script),
     repeated ``tag=key:value`` (all must match), ``model`` / ``env`` (a workload uses that reference),
     ``creator`` (username)."""
 
@@ -75,7 +100,10 @@ class EvaluationFilterSet(BlankMeansUnset, django_filters.FilterSet):
         return qs.filter(Exists(Workload.objects.filter(evaluation=OuterRef("pk"), env_ref=value)))
 
     def filter_q(self, qs, name, value):
-        return qs.filter(Q(name__icontains=value) | Q(metadata__evaluationLabel__icontains=value))
+        # Both sides folded by the platform (domain.text.folded), compared with a case-sensitive substring test:
+        # the same answer on SQLite and PostgreSQL in every script (SQLite's LIKE folds ASCII only).
+        value = folded(value)
+        return qs.filter(Q(folded_name__contains=value) | Q(folded_label__contains=value))
 
     MULTI = ("tag", "status")
 
@@ -95,10 +123,10 @@ class EpisodeFilterSet(BlankMeansUnset, django_filters.FilterSet):
     ``video`` (true: only recorded episodes) and ``show`` (all | failed | errors | videos, the tab's shortcuts)."""
 
     status = django_filters.ChoiceFilter(choices=EpisodeStatus.choices)
-    success = django_filters.BooleanFilter()
+    success = StrictBooleanFilter()
     task = django_filters.CharFilter(field_name="workload__task_id", label="Task")
     model = django_filters.CharFilter(field_name="workload__model_ref", label="Model")
-    video = django_filters.BooleanFilter(method="filter_video")
+    video = StrictBooleanFilter(method="filter_video")
     show = django_filters.ChoiceFilter(choices=[(k, k) for k in EPISODE_VIEWS], method="filter_show")
 
     class Meta:

@@ -15,8 +15,11 @@ from .serializers import BaselineListSerializer, BaselineRequestSerializer, Base
 
 __all__ = ["BaselineDetailView", "BaselineListView"]
 
-_TAG = OpenApiParameter("tag", str, OpenApiParameter.PATH, description="key:value, e.g. suite:nightly (the value may "
-                                                                       "hold colons)")
+#: ``key:value``: a key without a colon, then the value (which may hold colons); no NUL anywhere.
+TAG_PATTERN = r"^[^:\u0000]+:[^\u0000]*$"
+
+_TAG = OpenApiParameter("tag", str, OpenApiParameter.PATH, pattern=TAG_PATTERN,
+                        description="key:value, e.g. suite:nightly (the value may hold colons)")
 
 
 def _baselines(organization):
@@ -52,10 +55,10 @@ class BaselineDetailView(OrgScopedView):
     @extend_schema(
         parameters=[_TAG], request=BaselineRequestSerializer,
         responses={200: BaselineSerializer, 201: BaselineSerializer, **errors(
-            400, 401, 403, 404, 409, 413,
-            _400="A malformed tag or body, or the evaluation does not carry the tag.",
+            400, 401, 403, 404, 409, 413, 415,
+            _400="A malformed tag or body.",
             _404="The evaluation is not in the caller's organization.",
-            _409="The evaluation has not completed; only a completed evaluation can be a baseline.")},
+            _409="The evaluation has not completed (only a completed evaluation can be a baseline) or does not carry the tag.")},
         summary="Make a completed evaluation the baseline of a tag (members and above)",
         description="Replaces the tag's baseline (200) or creates it (201). Every later completed evaluation with the "
                     "tag then carries `regression` in `GET /v1/evaluations/{id}`.",
@@ -70,8 +73,8 @@ class BaselineDetailView(OrgScopedView):
             baseline, created = set_baseline(organization=self.organization, tag=tag, evaluation=evaluation,
                                              user=request.user)
         except BaselineRefused as exc:
-            if exc.conflict:
-                return error_response(409, "conflict", str(exc))
+            if exc.conflict:  # a well-formed request the evaluation's state refuses
+                return error_response(409, "conflict", str(exc), [{"path": "evaluation", "message": str(exc)}])
             raise ValidationError({"evaluation": [str(exc)]}) from None
         code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(BaselineSerializer(baseline).data, status=code)

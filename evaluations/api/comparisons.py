@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from ..reports.comparisons import ALPHA, SideError, compare_sides, resolve_side
 from .base import OrgScopedView
+from .pagination import query_value
 from .serializers import ComparisonSerializer, errors
 
 __all__ = ["ComparisonView"]
@@ -19,7 +20,7 @@ _SIDE = ("eval_… (an evaluation with one model) or eval_…:<model reference> 
 
 
 def _alpha(request) -> float:
-    raw = request.query_params.get("alpha")
+    raw = query_value(request, "alpha")
     if raw is None:
         return ALPHA
     try:
@@ -34,10 +35,10 @@ def _alpha(request) -> float:
 class ComparisonView(OrgScopedView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("a", str, required=True, description=f"the reference (e.g. the baseline): {_SIDE}"),
-            OpenApiParameter("b", str, required=True, description="the challenger, named the same way; may be another "
+            OpenApiParameter("a", {"type": "string", "pattern": r"\S"}, required=True, description=f"the reference (e.g. the baseline): {_SIDE}"),
+            OpenApiParameter("b", {"type": "string", "pattern": r"\S"}, required=True, description="the challenger, named the same way; may be another "
                                                                   "model of the same evaluation"),
-            OpenApiParameter("alpha", float,
+            OpenApiParameter("alpha", {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 0.5},
                              description="family-wise error rate of the per-task verdicts, in (0, 0.5]; default 0.05"),
         ],
         responses={200: ComparisonSerializer, **errors(400, 401, 404, _400=(

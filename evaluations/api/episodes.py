@@ -9,11 +9,12 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from ..filtersets import EpisodeFilterSet
+from ..choices import EpisodeStatus
+from ..filtersets import EPISODE_VIEWS, EpisodeFilterSet
 from ..media import episode_video_response
 from .base import OrgScopedView
 from .exceptions import error_response
-from .pagination import decode_cursor, encode_cursor, page_limit, take_page
+from .pagination import CURSOR_PATTERNS, decode_cursor, encode_cursor, page_limit, query_value, take_page
 from .serializers import EpisodePageSerializer, LogPageSerializer, errors
 
 __all__ = ["EpisodeListView", "EpisodeVideoView", "LogListView"]
@@ -21,8 +22,20 @@ __all__ = ["EpisodeListView", "EpisodeVideoView", "LogListView"]
 
 def _after(request) -> int:
     """The primary key the page starts after (``?cursor=``), 0 without a cursor."""
-    cursor = request.query_params.get("cursor")
+    cursor = query_value(request, "cursor")
     return decode_cursor(cursor, int)[0] if cursor else 0
+
+
+_BOOLEAN = "true or false (1 or 0); another value → 400 naming the parameter"
+#: The filters of EpisodeFilterSet, as the schema states them.
+EPISODE_FILTERS = [
+    OpenApiParameter("status", str, enum=EpisodeStatus.values, description="completed | error"),
+    OpenApiParameter("success", bool, description=f"the episode succeeded: {_BOOLEAN}"),
+    OpenApiParameter("task", str, description="a taskId (exact)"),
+    OpenApiParameter("model", str, description="a model reference (exact)"),
+    OpenApiParameter("video", bool, description=f"true: only recorded episodes, false: only unrecorded; {_BOOLEAN}"),
+    OpenApiParameter("show", str, enum=list(EPISODE_VIEWS), description="the Episodes tab's shortcuts"),
+]
 
 
 class EpisodeListView(OrgScopedView):
@@ -31,9 +44,9 @@ class EpisodeListView(OrgScopedView):
     @extend_schema(
         parameters=[
             OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size ≥ 1 (default 100; above 1000 a page holds 1000); 0, negative or not a number → 400"),
-            OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
+            OpenApiParameter("cursor", str, pattern=CURSOR_PATTERNS[(int,)], description="nextCursor of the previous page"),
+            *EPISODE_FILTERS,
         ],
-        filters=True,
         responses={200: EpisodePageSerializer, **errors(400, 401, 404)},
         summary="Episodes of an evaluation, by workload and index",
     )
@@ -52,7 +65,7 @@ class EpisodeListView(OrgScopedView):
 class LogListView(OrgScopedView):
     @extend_schema(
         parameters=[OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size ≥ 1 (default 1000; above 5000 a page holds 5000); 0, negative or not a number → 400"),
-                    OpenApiParameter("cursor", str, description="nextCursor of the previous page")],
+                    OpenApiParameter("cursor", str, pattern=CURSOR_PATTERNS[(int,)], description="nextCursor of the previous page")],
         responses={200: LogPageSerializer, **errors(400, 401, 404)},
         summary="Worker and runtime log lines, oldest first",
     )

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
-from ..choices import cancel_refusal, may_cancel
+from ..choices import EvaluationStatus, cancel_refusal, may_cancel
 from ..domain.scoring import GROUP_FIELDS
 from ..filtersets import EvaluationFilterSet
 from ..models import ApiKey, Evaluation
@@ -19,8 +21,9 @@ from ..reports.scores import evaluation_metrics, evaluation_scores
 from ..runs.lifecycle import CancelRefused, cancel_evaluation, create_evaluation
 from ..selectors import evaluation_detail_queryset
 from .base import OrgScopedView
+from .baselines import TAG_PATTERN
 from .exceptions import error_response
-from .pagination import newest_first_page, page_limit
+from .pagination import CURSOR_PATTERNS, newest_first_page, page_limit, query_value
 from .throttles import charge_preview
 from .serializers import (
     EvaluationDetailSerializer,
@@ -65,11 +68,17 @@ class EvaluationListView(OrgScopedView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("status", str, many=True, description="status; repeat to match any of several"),
-            OpenApiParameter("q", str, description="case-insensitive substring of the name or evaluationLabel"),
-            OpenApiParameter("tag", str, many=True, description="repeated key:value; all must match"),
+            OpenApiParameter("status", str, many=True, enum=EvaluationStatus.values,
+                             description="status; repeat to match any of several; another value → 400 on `status`"),
+            OpenApiParameter("q", str, description="substring of the name or evaluationLabel, compared case-insensitively "
+                                                   "by Unicode case folding (docs/using/search-and-filters.md)"),
+            OpenApiParameter("tag", str, many=True, pattern=TAG_PATTERN,
+                             description="repeated key:value; all must match; without `key:` → 400 on `tag`"),
+            OpenApiParameter("model", str, description="a workload runs this model reference (exact)"),
+            OpenApiParameter("env", str, description="a workload runs in this env reference (exact)"),
+            OpenApiParameter("creator", str, description="the creator's username (exact)"),
             OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size: a whole number ≥ 1 (default 25); above 500 a page holds 500. 0, negative or not a number → 400 on `limit`"),
-            OpenApiParameter("cursor", str, description="nextCursor of the previous page"),
+            OpenApiParameter("cursor", str, pattern=CURSOR_PATTERNS[datetime, int], description="nextCursor of the previous page"),
         ],
         responses={200: EvaluationPageSerializer, **errors(400, 401)},
         summary="List evaluations, newest first",
@@ -133,7 +142,7 @@ class ScoresView(OrgScopedView):
         summary="Success rates (95% Wilson interval) and mean rewards (95% t interval) per group",
     )
     def get(self, request, public_id: str):
-        group_by = request.query_params.get("groupBy", "task")
+        group_by = query_value(request, "groupBy") or "task"
         if group_by not in GROUP_FIELDS:
             raise ValidationError({"groupBy": [f"must be one of {', '.join(GROUP_FIELDS)}"]})
         return Response(evaluation_scores(self.get_evaluation(public_id), group_by))

@@ -5,22 +5,23 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, MethodNotAllowed, NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
 
 from ..models.images import PREBUILT_NAMESPACE
 from ..selectors import images_visible_to
-from ..services.catalog import MalformedReference, parse_reference, pick_version
+from ..services.catalog import REFERENCE_PATTERN, MalformedReference, parse_reference, pick_version
 from ..services.probes import ProbeFailed, queue_probe
 from ..services.registry import VersionInUse, delete_version
 from .base import OrgScopedView
 from .exceptions import error_response
+from .pagination import query_value
 from .serializers import ImageListSerializer, ImageSerializer, ProbeQueuedSerializer, errors
 
 __all__ = ["ImageDetailView", "ImageListView", "ImageProbeView", "ImageVersionView"]
 
 _REFERENCE = OpenApiParameter(
-    "reference", str, OpenApiParameter.PATH, pattern=r"^.+$",
+    "reference", str, OpenApiParameter.PATH, pattern=REFERENCE_PATTERN,
     description="namespace/repository[/checkpoint][:tag], e.g. prebuilt/ppo/cartpole or a/my-env:latest",
 )
 
@@ -79,7 +80,7 @@ class ImageListView(OrgScopedView):
     )
     def get(self, request):
         repos = images_visible_to(self.organization)
-        kind = request.query_params.get("kind")
+        kind = query_value(request, "kind")
         if kind:
             if kind not in ("env", "model"):
                 raise ValidationError({"kind": ["must be env or model"]})
@@ -97,9 +98,18 @@ class ImageDetailView(OrgScopedView):
     def get(self, request, reference: str):
         return self.repository_response(reference)
 
-    @extend_schema(exclude=True)  # a helpful 400 for a DELETE without a digest; the version route deletes
+    #: Answered but not supported: the DELETE here is only a pointer to the version route (always a 400), so
+    #: ``Allow`` (of OPTIONS and of a 405) leaves it out, as the schema does.
+    unlisted_methods: tuple[str, ...] = ("DELETE",)
+
+    @property
+    def allowed_methods(self):
+        return [m for m in super().allowed_methods if m not in self.unlisted_methods]
+
+    @extend_schema(exclude=True)  # a 405 that points to the version route, which deletes
     def delete(self, request, reference: str):
-        raise ValidationError({"reference": ["name one version by digest: DELETE /v1/images/<namespace>/<repository>@sha256:…"]})
+        raise MethodNotAllowed("DELETE", "a repository is not deleted; name one version by digest: "
+                                         "DELETE /v1/images/<namespace>/<repository>@sha256:…")
 
     def repository_response(self, reference: str) -> Response:
         """The repository a reference names; 404 when the tag, digest or checkpoint it names does not exist."""
@@ -112,7 +122,7 @@ class ImageDetailView(OrgScopedView):
 
 
 # The patterns are the route's groups (urls.py), so the schema generates only paths this route answers.
-_NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, pattern=r"^.+$",
+_NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, pattern=REFERENCE_PATTERN,
                          description="namespace/repository[/checkpoint][:tag], what precedes the @")
 _DIGEST = OpenApiParameter("digest", str, OpenApiParameter.PATH, pattern=r"^sha256:[0-9a-f]{64}$",
                            description="sha256:<64 hex digits>")
@@ -120,6 +130,8 @@ _DIGEST = OpenApiParameter("digest", str, OpenApiParameter.PATH, pattern=r"^sha2
 
 class ImageVersionView(ImageDetailView):
     """One image version, by digest: read it like any reference, or delete it."""
+
+    unlisted_methods = ()
 
     # Its own route and schema path (``{name}@{digest}``), so the digest's pattern describes this route only and
     # ``GET /v1/images/{reference}`` stays any reference.
@@ -134,7 +146,8 @@ class ImageVersionView(ImageDetailView):
 
     @extend_schema(
         parameters=[_NAME, _DIGEST], request=None,
-        responses={204: None, **errors(400, 401, 403, 404, 409, _400=f"{_NO_DIGEST_400} {_400_REFERENCE}", _403=_403_PREBUILT,
+        responses={204: None, **errors(400, 401, 403, 404, 405, 409, _400=f"{_NO_DIGEST_400} {_400_REFERENCE}", _403=_403_PREBUILT,
+                                       _405="The path names a repository, not a version (no @sha256:<64 hex digits>).",
                                        _404=_404_REFERENCE, _409="An active evaluation uses the version.")},
         summary="Delete an image version (not while an evaluation uses it)", operation_id="images_version_destroy",
     )

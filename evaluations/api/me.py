@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.exceptions import NotAuthenticated, ValidationError
+from rest_framework.exceptions import NotAuthenticated, PermissionDenied
 from rest_framework.response import Response
 
 from ..models import Membership
@@ -56,11 +56,12 @@ class MyOrganizationsView(OrgScopedView):
 class MySessionView(OrgScopedView):
     permission_classes: list = []
 
-    @extend_schema(request=None, responses={204: None, **errors(400, 401, _400="The credential is an API key, which has no session (revoke keys under Settings).")}, summary="Sign out: revoke the session behind this access token (idempotent)")
+    @extend_schema(request=None, responses={204: None, **errors(401, 403, _403="The credential is an API key, which has no session (revoke keys under Settings).")}, summary="Sign out: revoke the session behind this access token (idempotent)")
     def delete(self, request):
         if request.auth is None:
             raise NotAuthenticated("authentication required")
         if not isinstance(request.auth, SessionAuth):
-            raise ValidationError({"credential": ["an API key has no session; revoke the key under Settings"]})
+            # A well-formed request this credential may not make: 403, not a 400 (nothing in it is malformed).
+            raise PermissionDenied("an API key has no session; revoke the key under Settings")
         revoke_session(request.auth.session, reason="signed out")
         return Response(status=status.HTTP_204_NO_CONTENT)

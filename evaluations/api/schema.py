@@ -1,6 +1,23 @@
 """drf-spectacular extensions (imported from AppConfig.ready)."""
 
+from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+
+#: A string without NUL (U+0000), which no supported database stores (domain.text.storable_text_problem).
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+
+
+class AutoSchema(SpectacularAutoSchema):
+    """drf-spectacular's, and a request string field that refuses NUL characters (DRF's CharField does) says so
+    with ``pattern``, so the schema calls no request valid that the API refuses for a NUL."""
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        refuses_nul = any(isinstance(v, ProhibitNullCharactersValidator) for v in getattr(field, "validators", []))
+        if direction == "request" and refuses_nul and schema.get("type") == "string" and "pattern" not in schema:
+            schema["pattern"] = NO_NUL_PATTERN
+        return schema
 
 
 class BearerAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -9,3 +26,22 @@ class BearerAuthenticationScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer", "description": "An API key (rlm_…)."}
+
+
+def query_rules(result, generator, request, public):
+    """Postprocessing hook stating two rules of every query parameter: an optional one says
+    ``allowEmptyValue: true`` (the API reads ``?status=``, ``?limit=``, as an unset select or text box sends them,
+    as absent: :func:`evaluations.api.pagination.query_value`); a free string refuses NUL (``pattern``), as the
+    filters' text fields do."""
+    for methods in result.get("paths", {}).values():
+        for operation in methods.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                if parameter.get("in") != "query":
+                    continue
+                if not parameter.get("required"):
+                    parameter["allowEmptyValue"] = True
+                schema = parameter.get("schema", {})
+                schema = schema.get("items", {}) if schema.get("type") == "array" else schema
+                if schema.get("type") == "string" and not {"enum", "pattern"} & set(schema):
+                    schema["pattern"] = NO_NUL_PATTERN
+    return result

@@ -10,8 +10,9 @@ override could make one string look like another.
 from __future__ import annotations
 
 import re
+import unicodedata
 
-__all__ = ["display_text_problem", "nul_free", "quoted", "storable_text_problem"]
+__all__ = ["display_text_problem", "folded", "nul_free", "quoted", "storable_text_problem"]
 
 #: C0 controls except tab (U+0009) and newline (U+000A), DEL, and the bidi embedding/override/isolate controls.
 _DISPLAY_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
@@ -55,3 +56,15 @@ def nul_free(value):
     if isinstance(value, list):
         return [nul_free(v) for v in value]
     return value
+
+
+def folded(text: str) -> str:
+    """``text`` as case-insensitive search compares it: Unicode's compatibility caseless matching (Unicode §3.13,
+    D146: NFKD(casefold(NFKD(casefold(NFD(text)))))), stored composed (NFC). Full case folding, the same in every script and on every database (the platform folds, not the
+    database: SQLite's LIKE folds ASCII only, PostgreSQL's ILIKE and lower() follow the server's locale).
+
+    ``Импорт`` → ``импорт``, ``ΣΟΦΟΣ`` and ``σοφος`` (final sigma) → ``σοφοσ``, ``Straße`` → ``strasse``, ``É`` →
+    ``é`` (accents stay: ``e`` does not find ``é``), full-width ``ＡＢＣ`` → ``abc``, CJK unchanged; Turkish ``İ`` →
+    ``i̇`` (i + combining dot) and ``ı`` stays ``ı`` (Unicode's default folding, not Turkish-specific rules)."""
+    nfkd = unicodedata.normalize
+    return nfkd("NFC", nfkd("NFKD", nfkd("NFKD", nfkd("NFD", text).casefold()).casefold()))

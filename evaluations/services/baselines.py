@@ -13,8 +13,8 @@ __all__ = ["BaselineRefused", "parse_tag", "set_baseline", "unset_baseline"]
 
 class BaselineRefused(Exception):
     """A baseline change that is not allowed; ``str()`` says why. ``conflict`` is True when the evaluation's state
-    refuses it (it has not completed), False when the request is wrong (a malformed tag, a tag the evaluation does
-    not carry)."""
+    refuses it (it has not completed, or does not carry the tag), False when the request is malformed (a tag
+    without ``key:``)."""
 
     def __init__(self, message: str, *, conflict: bool = False):
         super().__init__(message)
@@ -40,7 +40,7 @@ def set_baseline(*, organization: Organization, tag: str, evaluation: Evaluation
     if evaluation.organization_id != organization.pk:
         raise ValueError("the evaluation belongs to another organization")
     if evaluation.tags.get(key) != value:
-        raise BaselineRefused(f"evaluation {evaluation.public_id} is not tagged {key}:{value}")
+        raise BaselineRefused(f"evaluation {evaluation.public_id} is not tagged {key}:{value}", conflict=True)
     if evaluation.status != EvaluationStatus.COMPLETED:
         raise BaselineRefused(f"evaluation {evaluation.public_id} is {evaluation.status}; only a completed evaluation "
                               "can be a baseline", conflict=True)

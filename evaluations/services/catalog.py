@@ -56,11 +56,12 @@ def sync_prebuilt() -> None:
             repo.save(update_fields=["current_version"])
 
 
-_REF = re.compile(
-    r"^(?P<path>[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*){1,2})"
-    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9._-]{0,127}))?"
-    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
-)
+_PATH = r"[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*){1,2}"
+_TAG_PART = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}"
+_REF = re.compile(rf"^(?P<path>{_PATH})(?::(?P<tag>{_TAG_PART}))?(?:@(?P<digest>sha256:[0-9a-f]{{64}}))?$")
+#: A reference without its digest, ``namespace/repository[/checkpoint][:tag]``, as an OpenAPI ``pattern``: what the
+#: schema states of every reference path parameter, so a generated one is well-formed (and a 404 at worst).
+REFERENCE_PATTERN = rf"^{_PATH}(?::{_TAG_PART})?$"
 
 
 class ReferenceError_(ValueError):

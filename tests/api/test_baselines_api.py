@@ -68,7 +68,7 @@ class TestBaselines:
         assert Baseline.objects.count() == 1
 
     @pytest.mark.parametrize("tag, edit, status, path", [
-        ("suite:weekly", {}, 400, "evaluation"),  # the evaluation is not tagged suite:weekly
+        ("suite:weekly", {}, 409, "evaluation"),  # the evaluation is not tagged suite:weekly
         ("nocolon", {}, 400, "tag"),
         ("suite:nightly", {"status": EvaluationStatus.RUNNING}, 409, None),
     ])

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
@@ -10,14 +12,17 @@ from rest_framework.response import Response
 
 from ...reports.agents import STATUS_WORDS, agent_evaluations, env_id_of, status_document
 from ...planning.agent_runs import agent_env_reference
-from ...services.catalog import ReferenceError_, parse_reference
-from ..pagination import newest_first_page, page_limit
+from ...services.catalog import REFERENCE_PATTERN, ReferenceError_, parse_reference
+from ..pagination import CURSOR_PATTERNS, newest_first_page, page_limit, query_value
 from .base import AgentView
 from .runs import status_url
 from .serializers import AgentEvaluationListSerializer, StatusDocumentSerializer
 from ..serializers import errors
 
 __all__ = ["AgentEvaluationDetailView", "AgentEvaluationListView"]
+
+#: A prebuilt env's bare name (``miniwob``) or an env reference.
+ENV_ID_PATTERN = rf"^(?:[a-z0-9][a-z0-9._-]*|{REFERENCE_PATTERN[1:-1]})$"
 
 
 def _iso(value):
@@ -42,15 +47,15 @@ class AgentEvaluationListView(AgentView):
     MAX_LIMIT = 500
 
     @extend_schema(
-        parameters=[OpenApiParameter("environment_id", str, description="e.g. miniwob or prebuilt/miniwob"),
+        parameters=[OpenApiParameter("environment_id", str, pattern=ENV_ID_PATTERN, description="e.g. miniwob or prebuilt/miniwob; not a name or reference → 400"),
                     OpenApiParameter("limit", {"type": "integer", "minimum": 1}, description="page size ≥ 1 (default 20; above 500 a page holds 500); 0, negative or not a number → 400"),
-                    OpenApiParameter("cursor", str, description="next_cursor of the previous page")],
+                    OpenApiParameter("cursor", str, pattern=CURSOR_PATTERNS[datetime, int], description="next_cursor of the previous page")],
         responses={200: AgentEvaluationListSerializer, **errors(400, 401)}, summary="Agent evaluations, newest first",
         operation_id="agents_evaluations_list")
     def get(self, request):
         limit = page_limit(request, default=20, maximum=self.MAX_LIMIT)
         qs = agent_evaluations(self.organization).prefetch_related("workloads")
-        env_id = request.query_params.get("environment_id")
+        env_id = query_value(request, "environment_id")
         if env_id:
             try:
                 ref = parse_reference(agent_env_reference(env_id))
