@@ -194,9 +194,9 @@ MAX_STEPS: dict[str, int] = {
     "libero_90": 400,
 }
 
-#: Resident memory of one LIBERO env server, both cameras rendering (measured 1.3–2.5 GB per task on this kind of
-#: host, bench/bench_libero.py): the planner caps concurrent LIBERO envs per worker host from it.
-ENV_MEMORY_BYTES = 5 * 2**29  # 2.5 GiB
+#: Resident memory of one LIBERO env server (measured 1.3–2.5 GB in-process, 2.7–2.84 GB peak as served by the
+#: platform, bench/bench_libero.py): the planner caps concurrent LIBERO envs per worker host from it.
+ENV_MEMORY_BYTES = 3 * 2**30  # 3 GiB
 
 #: LIBERO-PRO's perturbed task sets (``libero/libero/bddl_files/<suite>_<suffix>``, each with its own init states),
 #: by the ``perturbation`` make parameter: suites that ship it, and what changes. ``position:<d>`` shifts are shipped

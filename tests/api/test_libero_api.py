@@ -69,7 +69,7 @@ def test_libero_pro_perturbations_reach_the_env_and_unsupported_ones_are_refused
 
 
 def test_workers_beyond_the_hosts_memory_are_capped_and_the_preview_says_so(api, settings):
-    settings.RLMESH_WORKER_HOST_MEMORY_BYTES = 8 * 2**30  # 75 % of 8 GB holds two 2.5 GB LIBERO envs
+    settings.RLMESH_WORKER_HOST_MEMORY_BYTES = 8 * 2**30  # 75 % of 8 GB holds two 3 GB LIBERO envs
     r = api.post("/v1/evaluation-previews", _request(episodes=8, workers=4), format="json")
     assert r.status_code == 200, r.content
     body = r.json()

@@ -19,6 +19,7 @@ def _needs_libero():
         pytest.fail("the LIBERO venv is missing: run scripts/setup-libero.sh (make test does)")
 
 
+@pytest.mark.timeout(1800)  # 24 LIBERO episodes, 8 of them rendered: ~10 min on a loaded 2-core host
 def test_expert_succeeds_random_does_not_with_videos(platform):
     r = platform.cli("eval", "submit", str(EXAMPLE), "--wait", timeout=1800)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -32,14 +33,14 @@ def test_expert_succeeds_random_does_not_with_videos(platform):
         if model == "prebuilt/random":
             assert g["successRate"] == 0, (scenario, g)
     expert = [g for (model, _), g in by.items() if model == "prebuilt/libero-expert"]
-    assert len(expert) == 4 and sum(g["successes"] if "successes" in g else round(g["successRate"] * 3)
-                                    for g in expert) >= 9, expert
+    assert len(expert) == 4 and sum(g["successes"] for g in expert) >= 10, expert  # 11/12 measured here
     episodes = platform.api(f"/v1/evaluations/{eval_id}/episodes?limit=100")["items"]
     videos = [e for e in episodes if e["video"]]
     assert len(videos) == 8 and {e["seed"] for e in videos} == {0}  # record first:1 on each of 8 workloads
     assert all(e["seed"] != 0 for e in episodes if not e["video"])
 
 
+@pytest.mark.timeout(1200)
 def test_random_on_libero_scores_zero_renders_no_camera_and_records_an_agentview_video(live):
     import json
 
@@ -51,7 +52,8 @@ def test_random_on_libero_scores_zero_renders_no_camera_and_records_an_agentview
     eval_id = json.JSONDecoder().raw_decode(r.stdout)[0]["id"]
     episodes = sorted(live.api(f"/v1/evaluations/{eval_id}/episodes?limit=10")["items"], key=lambda e: e["seed"])
     assert [e["success"] for e in episodes] == [False, False] and [e["steps"] for e in episodes] == [280, 280]
-    assert [e["stopReason"] if "stopReason" in e else e.get("stop") for e in episodes]  # truncated at the suite's cap
+    assert all(e["truncated"] and not e["terminated"] for e in episodes)  # truncated at libero_object's 280 steps
     assert episodes[0]["video"] and not episodes[1]["video"]
-    workload = live.api(f"/v1/evaluations/{eval_id}")
-    assert workload["status"] == "completed"
+    assert live.api(f"/v1/evaluations/{eval_id}")["status"] == "completed"
+    (workload,) = live.api(f"/v1/evaluations/{eval_id}")["config"]["tasks"]
+    assert workload["maxSteps"] is None  # the cap is the env's own (the suite's), not the request's
