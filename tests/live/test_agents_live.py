@@ -138,7 +138,10 @@ def test_killing_the_endpoint_mid_run_errors_its_rollouts_and_the_run_completes(
     outcomes = [r["task_outcome"] for r in doc["evaluations"][0]["results"]]
     assert outcomes[0] == "pass" and outcomes[-1] == "error", outcomes
     errored = [r for r in doc["evaluations"][0]["results"] if r["task_outcome"] == "error"]
-    assert all(r["stop_condition"] == "error" and r["error"].startswith("endpoint unavailable") for r in errored)
+    # An endpoint that went away is said apart from the agent failing: its own stop condition, no verdict.
+    assert all(r["stop_condition"] == "endpoint_unavailable" and r["task_passed"] is None
+               and r["error"].startswith("endpoint unavailable") for r in errored), errored
+    assert doc["summary"]["endpoint_failures"]["endpoint_unavailable"] == len(errored)
 
 
 def test_cancelling_mid_run_keeps_the_finished_rollouts(live, agent):
