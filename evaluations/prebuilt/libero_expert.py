@@ -72,7 +72,7 @@ FIXTURE_RADIUS = 0.15
 FIXTURE_CLEARANCE = 0.06
 #: xy tolerance to start descending onto the grasp point / the release point (m).
 XY_TOL = 0.01
-RELEASE_XY_TOL = 0.02
+RELEASE_XY_TOL = 0.035
 #: A descent that stops (hand slower than STALL_SPEED m/s) within STALL_ABOVE m above the grasp point closes there.
 STALL_ABOVE = 0.035
 STALL_SPEED = 0.005
