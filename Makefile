@@ -21,13 +21,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
-$(MW_STAMP): scripts/setup-metaworld.sh
+$(MW_STAMP): scripts/setup-metaworld.sh scripts/venv-lib.sh
 	bash scripts/setup-metaworld.sh
 
-$(LIBERO_STAMP): scripts/setup-libero.sh
+$(LIBERO_STAMP): scripts/setup-libero.sh scripts/venv-lib.sh
 	bash scripts/setup-libero.sh
 
-$(LR_STAMP): scripts/setup-lerobot.sh
+$(LR_STAMP): scripts/setup-lerobot.sh scripts/venv-lib.sh
 	bash scripts/setup-lerobot.sh
 
 demo: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) docs

