@@ -76,7 +76,7 @@ def weights_problem(policy_dir: str | os.PathLike | None, backbone_dir: str | os
     if not problems:
         return None
     return (f"the SmolVLA LIBERO weights are not installed on this platform ({'; '.join(problems)}); "
-            f"an operator installs them as {DOCS_PAGE} describes")
+            f"an operator installs them as the manual's page /docs/running/smolvla-weights/ ({DOCS_PAGE}) describes")
 
 
 def instruction_of(observation) -> str:

@@ -86,13 +86,20 @@ _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 _FORM = "namespace/repository[/checkpoint][:tag|@sha256:<64 hex digits>]"
 
 
+def _lowercase_names(ref: str) -> str:
+    """``ref`` with every name component lowercased and its tag or digest kept as written (tags may hold capitals):
+    the suggestion an uppercase-letters error makes (``Prebuilt/Random:V1`` → ``prebuilt/random:V1``)."""
+    cut = min((i for i in (ref.find(":"), ref.find("@")) if i >= 0), default=len(ref))
+    return ref[:cut].lower() + ref[cut:]
+
+
 def _name_problem(part: str, what: str, ref: str) -> str | None:
     if not part:
         return f"has an empty {what}"
     if _NAME.match(part):
         return None
     if part.lower() != part and _NAME.match(part.lower()):
-        return f'has uppercase letters in its {what} "{part}": names are lowercase ({ref.replace(part, part.lower(), 1)})'
+        return f'has uppercase letters in its {what} "{part}": names are lowercase ({_lowercase_names(ref)})'
     bad = next((c for c in part if not re.match(r"[a-z0-9._-]", c.lower())), None)
     if bad is not None:
         return f'has {f"a {bad!r}" if bad.strip() else "whitespace"} in its {what} "{part}": a name holds lowercase letters, digits, ".", "_" and "-"'

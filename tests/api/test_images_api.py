@@ -36,6 +36,8 @@ def test_one_image_by_reference(api):
     # Field case: "not a valid reference" with no word that names are lowercase.
     ("Prebuilt/classic-control", 'has uppercase letters in its namespace "Prebuilt": names are lowercase (prebuilt/classic-control)'),
     ("prebuilt/Classic-Control", 'uppercase letters in its repository name "Classic-Control": names are lowercase'),
+    # the suggestion is a valid reference: every name lowercased (not only the first bad part), the tag kept
+    ("Prebuilt/Random:V1", 'has uppercase letters in its namespace "Prebuilt": names are lowercase (prebuilt/random:V1)'),
     ("NOT VALID", 'has whitespace in its name "NOT VALID"'),
     ("classic-control", 'names no namespace; write namespace/repository, e.g. "prebuilt/classic-control"'),
     ("prebuilt/classic control", 'whitespace in its repository name "classic control"'),

@@ -42,7 +42,7 @@ def test_the_seed_request_is_refused_at_the_model_while_the_weights_are_not_inst
     message = _model_error(api.post(endpoint, SEED, format="json"))
     assert message.startswith("prebuilt/smolvla/libero: the SmolVLA LIBERO weights are not installed")
     assert "RLMESH_SMOLVLA_LIBERO_DIR is not set" in message and "RLMESH_SMOLVLA_BACKBONE_DIR is not set" in message
-    assert DOCS in message
+    assert DOCS in message and "/docs/running/smolvla-weights/" in message  # the served page, and its source
     assert not Evaluation.objects.exists()
 
 
