@@ -36,13 +36,14 @@ def _write(tmp_path, body: dict) -> str:
 
 def test_the_seed_request_is_refused_where_the_weights_are_not_installed(live, tmp_path):
     assert not os.environ.get("RLMESH_SMOLVLA_LIBERO_DIR"), "this test needs a platform without the weights"
+    before = {e["id"] for e in live.api("/v1/evaluations?limit=500")["items"]}
     for args in (("--preview",), ()):
         r = live.cli("eval", "submit", _write(tmp_path, SEED), *args)
         assert r.returncode == 1, r.stdout + r.stderr
         assert "HTTP 400" in r.stderr and "the SmolVLA LIBERO weights are not installed" in r.stderr, r.stderr
         assert "RLMESH_SMOLVLA_LIBERO_DIR" in r.stderr
-    assert live.api("/v1/evaluations?limit=5")["items"] == [] or all(
-        e["tags"] != {"team": "robotics"} for e in live.api("/v1/evaluations?limit=100")["items"])
+    # Nothing was written: the shared platform holds exactly the evaluations it held before (other tests' included).
+    assert {e["id"] for e in live.api("/v1/evaluations?limit=500")["items"]} == before
 
 
 @pytest.fixture(scope="module")
