@@ -69,8 +69,16 @@ class AgentEvaluationListView(AgentView):
         return Response(AgentEvaluationListSerializer(body).data)
 
 
+#: An agent evaluation's id: its ``eval_…`` id or its run id (a UUID). Other words under /agents/evaluations/ name
+#: other routes (``run``, ``tasks``), so the schema states the form instead of "any string".
+EVALUATION_ID_PATTERN = r"^(eval_[0-9a-f]{16}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"
+
+
 class AgentEvaluationDetailView(AgentView):
-    @extend_schema(responses={200: StatusDocumentSerializer, **errors(401, 404)}, summary="One agent evaluation (its status)",
-                   operation_id="agents_evaluation_detail")
+    @extend_schema(responses={200: StatusDocumentSerializer, **errors(401, 404, 405, _405="The id names another route "
+                                                                       "(`run` takes POST only).")},
+                   summary="One agent evaluation (its status)", operation_id="agents_evaluation_detail",
+                   parameters=[OpenApiParameter("evaluation_id", str, OpenApiParameter.PATH, pattern=EVALUATION_ID_PATTERN,
+                                                description="the run's eval_… id or its run id (a UUID)")])
     def get(self, request, evaluation_id: str):
         return Response(StatusDocumentSerializer(status_document(self.get_agent_evaluation(evaluation_id))).data)
