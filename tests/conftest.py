@@ -112,6 +112,19 @@ def live_pg(tmp_path_factory):
         yield platform
 
 
+@pytest.fixture(autouse=True)
+def _cancel_left_running(request):
+    """After a test that used a live platform, cancel what it left queued or running on every platform started so
+    far (a test that failed while waiting leaves its evaluation going), so the next test does not share the host
+    with it."""
+    yield
+    if {"live", "live_pg", "platform"} & set(request.fixturenames):
+        from tests.support.live import STARTED
+
+        for platform in STARTED:
+            platform.cancel_unfinished()
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def platform(request):
     """An end-to-end test runs on both setups: the embedded default and PostgreSQL + Redis with three workers."""

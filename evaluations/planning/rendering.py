@@ -14,7 +14,7 @@ import os
 
 from django.conf import settings
 
-from ..prebuilt.catalog import MEMORY_LABEL, OBSERVES_LABEL
+from ..prebuilt.catalog import MEMORY_LABEL, OBSERVES_LABEL, declared_memory
 from ..services.catalog import ResolvedImage
 
 __all__ = ["concurrency_cap", "memory_cap_warning", "model_reads", "observation_kwargs"]
@@ -67,11 +67,8 @@ def concurrency_cap(env: ResolvedImage) -> int | None:
     """How many instances of ``env`` may run at once on one worker host: ``RLMESH_ENV_MEMORY_FRACTION`` ×
     ``RLMESH_WORKER_HOST_MEMORY_BYTES`` ÷ the env's declared memory (``MEMORY_LABEL``), at least 1; None when the env
     declares no memory."""
-    try:
-        per_env = int((env.version.labels or {}).get(MEMORY_LABEL) or 0)
-    except (TypeError, ValueError):
-        return None
-    if per_env <= 0:
+    per_env = declared_memory(env.version)
+    if not per_env:
         return None
     budget = memory_fraction() * host_memory_bytes()
     return max(1, int(budget // per_env))

@@ -96,6 +96,14 @@ def ready_timeout(version) -> float | None:
         return None
 
 
+def declared_memory(version) -> int:
+    """The resident bytes one instance of an env version declares (``MEMORY_LABEL``); 0 when it declares none."""
+    try:
+        return max(0, int((version.labels or {}).get(MEMORY_LABEL) or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
 def describe_source(source: str) -> dict:
     """The describe envelope (``rlmesh.describe``, schema_version 1) of a trusted ``python://module:Class`` source
     (built in this process) or ``python+<venv>://`` source (built by that venv's interpreter); ``{}`` for other

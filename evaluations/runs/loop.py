@@ -88,6 +88,9 @@ def _run_episodes(shard: Shard, runner: ShardRunner, todo: list[int]) -> tuple[s
         if runner.start_failures >= MAX_START_FAILURES:
             record_episode(shard=shard, index=index, **runner.not_run(index))
             continue
+        if not runner.admit(lambda: not still_claimed(shard) or is_stopping(evaluation.pk) or _wall_cap(runner) is None):
+            queue.insert(0, index)  # stopped while waiting for host memory: the checks above say why
+            continue
         outcome = runner.run_episode(index, wall_cap=wall_cap)
         if outcome.rerun and reruns.get(index, 0) < MAX_EPISODE_RERUNS:
             reruns[index] = reruns.get(index, 0) + 1

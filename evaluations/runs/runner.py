@@ -18,8 +18,10 @@ from ..choices import LogLevel
 from ..domain import perturbations
 from ..domain.scoring import histogram_add
 from ..models import Evaluation, Shard, Workload
-from ..prebuilt.catalog import ready_timeout
+from ..planning.rendering import host_memory_bytes, memory_fraction
+from ..prebuilt.catalog import declared_memory, ready_timeout
 from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for, shared
+from ..runtime.memory import HostMemoryLedger, Reservation, default_ledger_path
 from ..runtime.local import LocalRuntime
 from . import recording
 from .lifecycle import log
@@ -67,6 +69,8 @@ class ShardRunner:
         #: Agent rollouts always take the session loop, with a transcript (runs.transcripts).
         self.agent = is_agent_workload(self.workload)
         self._secrets: dict | None = None
+        #: The host memory held for the env server (``runtime.memory``), from ``admit`` until ``close``.
+        self.memory: Reservation | None = None
 
     def secrets(self) -> dict:
         """The model server's secrets (the bridge's endpoint key), decrypted once; RuntimeBackendError when the
@@ -115,6 +119,39 @@ class ShardRunner:
             return shared.acquire(f"workload-{self.workload.pk}", start)
         return start()
 
+    def admit(self, stop) -> bool:
+        """Wait until this host has room for the env server's declared memory (``runtime.memory``) and hold it until
+        ``close``; True at once for an env that declares none or whose room is held already, False if ``stop()``
+        turned true while waiting. A ledger this process cannot use (another user's file) admits, with a warning."""
+        nbytes = declared_memory(self.workload.env_version) if self.workload.env_version_id else 0
+        if not nbytes or self.memory is not None:
+            return True
+        what = f"{self.workload.env_ref} ({self.workload.task_id})"
+        ledger = HostMemoryLedger(default_ledger_path(), memory_fraction() * host_memory_bytes())
+
+        waited: list[float] = []
+
+        def waiting(held: dict) -> None:
+            waited.append(time.monotonic())
+            gb = sum(e["bytes"] for e in held.values()) / 2**30
+            log(self.evaluation, f"waiting for memory on this host: {what} declares {nbytes / 2**30:.1f} GB and "
+                f"{len(held)} env servers hold {gb:.1f} GB of the {ledger.budget_bytes / 2**30:.1f} GB envs may take "
+                f"(RLMESH_ENV_MEMORY_FRACTION); it starts when one ends", source="runtime", shard=self.shard)
+
+        t0 = time.monotonic()
+        try:
+            self.memory = ledger.reserve(nbytes, what, stop=stop, on_wait=waiting)
+        except OSError as exc:
+            log(self.evaluation, f"host memory ledger {ledger.path} unusable ({exc}); {what} starts without a "
+                "reservation", level=LogLevel.WARNING, source="runtime", shard=self.shard)
+            return True
+        if self.memory is not None and waited:
+            timings = {**self.shard.timings, "memoryWaitSeconds": [*self.shard.timings.get("memoryWaitSeconds", []),
+                                                                   round(time.monotonic() - t0, 2)]}
+            self.shard.timings = timings
+            Shard.objects.filter(pk=self.shard.pk).update(timings=timings)
+        return self.memory is not None
+
     def ensure_servers(self) -> None:
         """Start (or restart) whatever server is not running. Raises RuntimeBackendError on failure (a server that did
         start is kept, and stopped by ``close``).
@@ -147,6 +184,9 @@ class ShardRunner:
                     log(self.evaluation, f"{kind} container output (last lines):\n{tail}", source="container", shard=self.shard)
             server.stop()
         self.servers = {"env": None, "model": None}
+        if self.memory is not None:
+            self.memory.release()
+            self.memory = None
 
     # ----------------------------------------------------------- episodes
     def not_run(self, index: int) -> dict:

@@ -22,6 +22,8 @@ BIN = Path(sys.executable).parent
 
 #: collectstatic output of the first platform of this process; later ones link to it (the files are the same).
 _collected: list[Path] = []
+#: Every platform of this process that has an API key, for the cleanup after each live test (tests/conftest.py).
+STARTED: list["LivePlatform"] = []
 
 
 def free_port() -> int:
@@ -175,6 +177,23 @@ class LivePlatform:
             if not cursor:
                 return items
 
+    def cancel_unfinished(self) -> list[str]:
+        """Cancel every queued or running evaluation of the demo org (after a test, so a failed one does not go on
+        loading the host under the tests after it); returns their ids. Best effort: a platform that does not answer
+        is left as it is."""
+        cancelled = []
+        try:
+            page = self.api("/v1/evaluations?status=queued&status=running&limit=100")
+            for item in page["items"]:
+                req = urllib.request.Request(
+                    f"{self.url}/v1/evaluations/{item['id']}/cancellations", data=b"{}", method="POST",
+                    headers={"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json"})
+                urllib.request.urlopen(req, timeout=30).read()
+                cancelled.append(item["id"])
+        except (OSError, ValueError, KeyError):
+            pass
+        return cancelled
+
     def cli(self, *args: str, stdin: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
         env = {**self.env, "RLMESH_API_KEY": self.api_key, "RLMESH_PLATFORM_URL": self.url,
                "RLMESH_CONFIG_DIR": str(self.var / "cli-config"), "RLMESH_DATA_DIR": str(self.var / "cli-data")}
@@ -182,6 +201,8 @@ class LivePlatform:
                               text=True, timeout=timeout)
 
     def stop(self) -> None:
+        if self in STARTED:
+            STARTED.remove(self)
         for proc in {id(p): p for p in self.procs.values()}.values():
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -197,6 +218,7 @@ class LivePlatform:
         """Migrate and seed a demo org and its API key (``self.api_key``)."""
         self.manage("migrate", "-v0")
         self.api_key = json.loads(self.manage("seed_demo"))["apiKey"]
+        STARTED.append(self)
         return self
 
     def start(self) -> LivePlatform:
