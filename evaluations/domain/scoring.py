@@ -121,10 +121,13 @@ def iqm_interval(
 
 # ------------------------------------------------------------------ grouping
 def split_task_id(task_id: str) -> tuple[str | None, str]:
-    """Split ``"<benchmark>/<scenario>"`` into its parts; a task id without ``/`` has no benchmark."""
+    """Split ``"<benchmark>/<scenario>"`` into its parts; a task id without ``/`` has no benchmark. A scenario that is
+    a bare index (LIBERO's ``"libero_object/0"``) names a task only within its benchmark, so the scenario is then the
+    whole task id: ``groupBy=scenario`` keeps ``libero_object/0`` and ``libero_spatial/0`` apart, while Meta-World's
+    ``mt1/reach-v3`` and ``mt10/reach-v3`` are one scenario."""
     if "/" in task_id:
         benchmark, scenario = task_id.split("/", 1)
-        return benchmark, scenario
+        return benchmark, task_id if scenario.isdigit() else scenario
     return None, task_id
 
 

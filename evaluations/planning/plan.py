@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from ..domain.sample_sizes import sample_size_estimate
+from ..domain.scoring import split_task_id
 from ..services.catalog import ResolvedImage
 from .rendering import observation_kwargs
 
@@ -112,11 +113,11 @@ class PlannedTask:
 
     @property
     def benchmark(self) -> str:
-        return self.task_id.split("/", 1)[0] if "/" in self.task_id else ""
+        return split_task_id(self.task_id)[0] or ""
 
     @property
     def scenario_name(self) -> str:
-        return self.task_id.split("/", 1)[1] if "/" in self.task_id else self.task_id
+        return split_task_id(self.task_id)[1]
 
     @property
     def shards(self) -> list[tuple[int, int]]:

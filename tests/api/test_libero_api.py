@@ -78,3 +78,38 @@ def test_workers_beyond_the_hosts_memory_are_capped_and_the_preview_says_so(api,
     assert {w["workers"] for w in body["workloads"]} == {2}
     r = api.post("/v1/evaluation-previews", _request(episodes=8, workers=2), format="json")
     assert not [w for w in r.json()["warnings"] if "capped" in w]
+
+
+def test_group_by_scenario_keeps_index_zero_of_two_suites_apart(api):
+    """LIBERO's task ids end in an index, which names a task only within its suite: libero_object/0 and
+    libero_spatial/0 are two scenarios (seen merged in a clean-clone run), while Meta-World's names stay shared."""
+    from evaluations.domain.scoring import split_task_id
+    from evaluations.models import Episode, Evaluation
+
+    body = {"models": ["prebuilt/random"],
+            "tasks": [{"env": "prebuilt/libero", "taskId": t, "episodes": 1} for t in ("libero_object/0", "libero_spatial/0")]}
+    r = api.post("/v1/evaluations", body, format="json")
+    assert r.status_code == 201, r.content
+    evaluation = Evaluation.objects.get(public_id=r.json()["id"])
+    for workload in evaluation.workloads.all():
+        Episode.objects.create(evaluation=evaluation, workload=workload, index=0, seed=0, status="completed",
+                               reward=0.0, success=False, steps=280, success_source="env")
+    groups = api.get(f"/v1/evaluations/{r.json()['id']}/scores?groupBy=scenario").json()["groups"]
+    assert sorted(g["key"]["scenario"] for g in groups) == ["libero_object/0", "libero_spatial/0"]
+    assert all(g["episodes"] == 1 for g in groups)
+    assert split_task_id("mt10/reach-v3") == ("mt10", "reach-v3") and split_task_id("classic/CartPole-v1")[1] == "CartPole-v1"
+
+
+def test_the_migration_gives_index_scenarios_their_task_id(api):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    from evaluations.models import Evaluation, Workload
+
+    r = api.post("/v1/evaluations", _request(), format="json")
+    workload = Evaluation.objects.get(public_id=r.json()["id"]).workloads.get()
+    Workload.objects.filter(pk=workload.pk).update(scenario="0")  # as planned before the rule
+    import_module("evaluations.migrations.0016_index_scenarios").forwards(apps, None)
+    workload.refresh_from_db()
+    assert workload.scenario == "libero_object/0"
