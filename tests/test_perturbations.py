@@ -121,7 +121,8 @@ def test_recording_first_n_stores_playable_h264_only_for_those_episodes(tenant_a
         meta = e.video_meta
         assert meta["codec"] == "h264" and meta["frames"] == e.steps + 1 and (meta["width"], meta["height"]) == (600, 400)
         assert meta["bytes"] == default_storage.size(e.video.name) and meta["encodeMs"] > 0
-        assert _duration_s(default_storage.path(e.video.name)) == pytest.approx(meta["frames"] / 30, abs=0.1)
+        assert meta["fps"] == 50  # CartPole's declared render_fps: the video plays in the env's real time
+        assert _duration_s(default_storage.path(e.video.name)) == pytest.approx(meta["frames"] / 50, abs=0.1)
         probe = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-i", default_storage.path(e.video.name)], capture_output=True, text=True).stderr
         assert "h264" in probe and "600x400" in probe  # the frame's own size, not padded to 16-pixel blocks
 
@@ -145,3 +146,12 @@ def test_the_preview_budgets_rendering_for_recorded_episodes(api):
     recorded = api.post("/v1/evaluation-previews", body, format="json").json()
     assert plain["estimates"]["maxRenderedFrames"] == 0 and recorded["estimates"]["maxRenderedFrames"] == 4 * 500
     assert recorded["estimates"]["estimatedSecondsUpperBound"] > plain["estimates"]["estimatedSecondsUpperBound"] + 4 * 500 * 0.1
+
+
+@pytest.mark.parametrize(("metadata", "fps"), [({"render_fps": 20}, 20), ({"render_fps": 80.0}, 80), ({}, 30),
+                                               (None, 30), ({"render_fps": "x"}, 30), ({"render_fps": 0}, 30),
+                                               ({"render_fps": 1000}, 30)])
+def test_videos_play_at_the_envs_declared_rate(metadata, fps):
+    from evaluations.runs.recording import playback_fps
+
+    assert playback_fps(metadata) == fps

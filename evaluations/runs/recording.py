@@ -18,12 +18,23 @@ import numpy as np
 from django.core.files import File
 from django.core.files.storage import default_storage
 
-__all__ = ["FPS", "encode_mp4", "frame_from", "keeps", "renders", "save_episode_video", "store_video"]
+__all__ = ["FPS", "encode_mp4", "playback_fps", "frame_from", "keeps", "renders", "save_episode_video", "store_video"]
 
 logger = logging.getLogger(__name__)
 
-#: Playback rate of episode videos (frames per second); one frame per env step.
+#: Playback rate of episode videos (frames per second) of an env that declares none; one frame per env step.
 FPS = 30
+
+
+def playback_fps(metadata) -> int:
+    """Frames per second of an env's videos: its declared control rate (Gymnasium's ``metadata["render_fps"]``:
+    LIBERO 20, Meta-World 80, the web envs 2), so a video plays in the env's real time; ``FPS`` (30) when it declares
+    none or a value outside 1–120."""
+    try:
+        fps = int(round(float((metadata or {}).get("render_fps"))))
+    except (TypeError, ValueError, AttributeError):
+        return FPS
+    return fps if 1 <= fps <= 120 else FPS
 
 
 def renders(mode: str, index: int) -> bool:
@@ -106,7 +117,8 @@ def store_video(name: str, data: bytes) -> str:
         return default_storage.save(name, File(fh, name=Path(name).name))
 
 
-def save_episode_video(name: str, frames: list, render_ms: float, *, storage_left: int | None = None) -> dict:
+def save_episode_video(name: str, frames: list, render_ms: float, *, storage_left: int | None = None,
+                       fps: int = FPS) -> dict:
     """Encode ``frames`` and store them under ``name``; return the Episode fields to record: ``video`` and
     ``video_meta`` (with ``renderMs``), or only ``video_meta`` with an ``error`` when there is nothing to encode,
     encoding failed, or the video is larger than ``storage_left`` bytes of the organization's quota (a lost video
@@ -114,7 +126,7 @@ def save_episode_video(name: str, frames: list, render_ms: float, *, storage_lef
     if not frames:
         return {"video_meta": {"error": "the env rendered no frames and its observation holds no image"}}
     try:
-        data, meta = encode_mp4(frames)
+        data, meta = encode_mp4(frames, fps=fps)
         if storage_left is not None and len(data) > storage_left:
             return {"video_meta": {**meta, "error": "not stored: the organization's storage quota is used up "
                                    "(RLMESH_ORG_STORAGE_QUOTA_BYTES)"}}

@@ -23,6 +23,12 @@ class _Frames:
         self.enabled = enabled
         self.frames: list = []
         self.render_ms = 0.0
+        self.fps = recording.FPS
+        if enabled:
+            try:
+                self.fps = recording.playback_fps(env_client.metadata)
+            except Exception:  # noqa: BLE001 - an env whose metadata cannot be read plays at the default rate
+                pass
 
     def grab(self, observation) -> None:
         if not self.enabled:
@@ -125,7 +131,8 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
     if render and recording.keeps(workload.record, fields["success"]):
         name = f"episodes/{runner.evaluation.public_id}/w{workload.index:03d}-e{index:05d}.mp4"
         left = runner.evaluation.organization.storage_left()
-        fields.update(recording.save_episode_video(name, frames.frames, frames.render_ms, storage_left=left))
+        fields.update(recording.save_episode_video(name, frames.frames, frames.render_ms, storage_left=left,
+                                                   fps=frames.fps))
     if hook is not None:
         fields = hook.finish(fields)
     return EpisodeOutcome(fields)
