@@ -8,11 +8,13 @@ import math
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.utils import timezone
 
 from ..domain.sample_sizes import sample_size_estimate
 from ..domain.scoring import split_task_id
+from ..prebuilt.catalog import declared_pace
 from ..services.catalog import ResolvedImage
-from .rendering import observation_kwargs
+from .rendering import concurrency_cap, observation_kwargs
 
 __all__ = ["Plan", "PlannedModel", "PlannedTask", "PlannedWorkload", "shard_ranges"]
 
@@ -63,6 +65,31 @@ def _pool_size() -> int:
     """Shards the worker pool runs at once: the worker processes seen alive within the liveness timeout, else
     ``RLMESH_ESTIMATED_PARALLEL_SHARDS`` (no worker has announced itself yet)."""
     return live_workers() or settings.RLMESH_ESTIMATED_PARALLEL_SHARDS
+
+
+def _workload_seconds(w: PlannedWorkload) -> float:
+    """Seconds one workload takes on one shard slot, at its env's declared pace (``catalog.declared_pace``)."""
+    t = w.task
+    pace = declared_pace(t.env.version)
+    images = w.env_kwargs.get("cameras") not in (None, "none")
+    rate = pace.get("imageStepsPerSecond" if images else "stepsPerSecond") or settings.RLMESH_ESTIMATED_STEPS_PER_SECOND
+    rate = min(rate, settings.RLMESH_ESTIMATED_STEPS_PER_SECOND)
+    render = pace.get("renderSeconds", settings.RLMESH_ESTIMATED_RENDER_SECONDS)
+    return (len(t.shards) * pace.get("startSeconds", 0.0) + t.episodes * pace.get("resetSeconds", 0.0)
+            + t.episodes * t.step_limit / rate + t.recorded_episodes * t.step_limit * render)
+
+
+def _memory_parallel(t: PlannedTask) -> float:
+    """How many of ``t``'s env servers the live worker hosts' memory admits at once (``runtime.memory``); inf for an
+    env that declares no memory."""
+    from ..models import WorkerProcess
+
+    cap = concurrency_cap(t.env)
+    if cap is None:
+        return math.inf
+    since = timezone.now() - timezone.timedelta(seconds=settings.RLMESH_WORKER_LIVENESS_TIMEOUT)
+    hosts = WorkerProcess.objects.filter(last_seen__gte=since).order_by().values("hostname").distinct().count()
+    return cap * max(1, hosts)
 
 
 @dataclass(frozen=True)
@@ -238,16 +265,17 @@ class Plan:
         }
 
     def estimates(self) -> dict:
-        """Sizes and a rough duration, from the configured sustained steps/s per shard (see bench/).
-
-        Recorded episodes render every step: ``RLMESH_ESTIMATED_RENDER_SECONDS`` per frame is budgeted (MuJoCo on
-        CPU: 75–300 ms at 128², spec/ENVS.md §2; CartPole ~9 ms)."""
+        """Sizes and a rough duration, from each env's declared pace (``PACE_LABEL``: server start, reset, steps/s
+        unrendered and with image observations, seconds per video frame), else the configured sustained steps/s per
+        shard and ``RLMESH_ESTIMATED_RENDER_SECONDS`` per rendered frame (MuJoCo on CPU: 75–300 ms at 128²,
+        spec/ENVS.md §2; CartPole ~9 ms); divided by the shards that run at once (the pool, and for an env that
+        declares its memory, what the hosts' memory admits)."""
         n = len(self.models)
         shards = n * sum(len(t.shards) for t in self.tasks)
         steps = n * sum(t.episodes * t.step_limit for t in self.tasks)
         rendered = n * sum(t.recorded_episodes * t.step_limit for t in self.tasks)
-        parallel = max(1, min(shards, _pool_size()))
-        seconds = steps / settings.RLMESH_ESTIMATED_STEPS_PER_SECOND + rendered * settings.RLMESH_ESTIMATED_RENDER_SECONDS
+        parallel = max(1, min(shards, _pool_size(), *(_memory_parallel(t) for t in self.tasks)))
+        seconds = sum(_workload_seconds(w) for w in self.workloads)
         return {
             "episodes": self.total_episodes, "workloads": n * len(self.tasks), "shards": shards, "maxEnvSteps": steps,
             "maxRenderedFrames": rendered, "estimatedSecondsUpperBound": round(seconds / parallel, 1),

@@ -37,6 +37,11 @@ OBSERVES_LABEL = "dev.rlmesh.platform.observes"
 MEMORY_LABEL = "dev.rlmesh.platform.env-memory-bytes"
 #: Version label: seconds the image's server may take to become ready, when more than the runtime's default.
 READY_LABEL = "dev.rlmesh.platform.ready-seconds"
+#: Version label of an env: its measured pace for the preview's estimate, JSON with any of ``startSeconds`` (server
+#: start to ready), ``resetSeconds`` (per episode), ``stepsPerSecond`` (unrendered), ``imageStepsPerSecond`` (with
+#: image observations: a make kwarg ``cameras`` other than ``none``) and ``renderSeconds`` (per video frame).
+PACE_LABEL = "dev.rlmesh.platform.env-pace"
+PACE_KEYS = ("startSeconds", "resetSeconds", "stepsPerSecond", "imageStepsPerSecond", "renderSeconds")
 
 #: What success means on the scenarios whose env reports its own flag: the flag (declared, so the preview knows).
 ENV_FLAG = {"kind": "env_flag", "description": "the env's own success flag"}
@@ -59,6 +64,8 @@ class PrebuiltImage:
     memory_bytes: int = 0
     #: Seconds its server may take to become ready (``READY_LABEL``); 0: the runtime's default.
     ready_seconds: int = 0
+    #: For an env: its measured pace (``PACE_LABEL``); empty: the settings' estimates.
+    pace: dict = field(default_factory=dict)
 
     @property
     def labels(self) -> dict:
@@ -69,6 +76,8 @@ class PrebuiltImage:
             labels[MEMORY_LABEL] = str(self.memory_bytes)
         if self.ready_seconds:
             labels[READY_LABEL] = str(self.ready_seconds)
+        if self.pace:
+            labels[PACE_LABEL] = json.dumps(self.pace, sort_keys=True)
         return labels
 
     @property
@@ -79,7 +88,7 @@ class PrebuiltImage:
             "scenarios": self.scenarios,
             "checkpoints": self.checkpoints,
             **({"envs": list(self.envs)} if self.envs else {}),
-            **({"labels": self.labels} if self.observes or self.memory_bytes or self.ready_seconds else {}),
+            **({"labels": self.labels} if self.observes or self.memory_bytes or self.ready_seconds or self.pace else {}),
             "rlmesh": rlmesh.__version__ if hasattr(rlmesh, "__version__") else "0.1.0",
         }
         h.update(json.dumps(payload, sort_keys=True).encode())
@@ -102,6 +111,23 @@ def declared_memory(version) -> int:
         return max(0, int((version.labels or {}).get(MEMORY_LABEL) or 0))
     except (TypeError, ValueError):
         return 0
+
+
+def declared_pace(version) -> dict[str, float]:
+    """The pace an env version declares (``PACE_LABEL``): the known keys with a positive number; {} when none."""
+    try:
+        raw = json.loads((version.labels or {}).get(PACE_LABEL) or "{}")
+    except (TypeError, ValueError):
+        return {}
+    pace = {}
+    for key in PACE_KEYS:
+        try:
+            value = float(raw.get(key)) if isinstance(raw, dict) and raw.get(key) is not None else 0.0
+        except (TypeError, ValueError):
+            continue
+        if value > 0:
+            pace[key] = value
+    return pace
 
 
 def describe_source(source: str) -> dict:
@@ -270,6 +296,10 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         "and step caps; success from the BDDL goal; LIBERO-PRO perturbations. Runs in its own venv (MuJoCo 3.17).",
         scenarios=_libero_scenarios(),
         memory_bytes=LIBERO_ENV_BYTES,
+        # measured on 2 cores (issue 18, bench/bench_libero.py), slow ends: make 1.7–4.9 s, reset + init state
+        # 2.0–3.6 s, 95–145 steps/s unrendered, 3.2–9.1 with both cameras, ~0.15 s per agentview video frame
+        pace={"startSeconds": 5.0, "resetSeconds": 3.6, "stepsPerSecond": 95.0, "imageStepsPerSecond": 3.2,
+              "renderSeconds": 0.15},
         # make builds the robosuite scene before the server listens: 2–5 s idle, minutes on a loaded host
         ready_seconds=300,
     ),

@@ -113,3 +113,43 @@ def test_the_migration_gives_index_scenarios_their_task_id(api):
     import_module("evaluations.migrations.0016_index_scenarios").forwards(apps, None)
     workload.refresh_from_db()
     assert workload.scenario == "libero_object/0"
+
+
+def test_the_estimate_uses_liberos_measured_pace_and_its_memory_cap(api, settings):
+    """LIBERO's pace label (5 s start, 3.6 s reset, 95 steps/s, 3.2 with images, 0.15 s a video frame) and at most
+    floor(0.75 × host memory / 3 GB) env servers at once: examples/libero.json was estimated at 88 s before, and
+    took 222–264 s on a 24 GB host."""
+    import json
+
+    from evaluations.models import WorkerProcess
+    from tests.support.live import ROOT
+
+    settings.RLMESH_WORKER_HOST_MEMORY_BYTES = 8 * 2**30  # 0.75 × 8 GB / 3 GB: 2 envs per host
+    for i in range(12):  # three hosts of four pool processes each
+        WorkerProcess.objects.create(identity=f"host-{i % 3}:{i}", hostname=f"host-{i % 3}", pid=i + 1)
+    body = json.loads((ROOT / "examples" / "libero.json").read_text())
+    est = api.post("/v1/evaluation-previews", body, format="json").json()["estimates"]
+    per_workload = 5.0 + 3 * 3.6 + 3 * 280 / 95.0 + 1 * 280 * 0.15  # 8 workloads, one shard each
+    assert est["estimatedSecondsUpperBound"] == pytest.approx(8 * per_workload / 6, abs=0.1)  # 3 hosts × 2 envs
+    body["models"] = ["prebuilt/random"]
+    body["tasks"] = body["tasks"][:1]
+    body["tasks"][0]["record"] = "none"
+    one = api.post("/v1/evaluation-previews", body, format="json").json()["estimates"]
+    assert one["estimatedSecondsUpperBound"] == pytest.approx(5.0 + 3 * 3.6 + 3 * 280 / 95.0, abs=0.1)
+
+
+def test_a_workload_that_reads_images_is_estimated_at_the_rendered_pace(settings):
+    from types import SimpleNamespace
+
+    from evaluations.planning.plan import _workload_seconds
+    from evaluations.prebuilt.catalog import PACE_LABEL
+
+    version = SimpleNamespace(labels={PACE_LABEL: '{"stepsPerSecond": 95, "imageStepsPerSecond": 3.2, "bogus": 1}'})
+    task = SimpleNamespace(env=SimpleNamespace(version=version), shards=[(0, 1)], episodes=1, step_limit=320,
+                           recorded_episodes=0)
+    state = _workload_seconds(SimpleNamespace(task=task, env_kwargs={"cameras": "none"}))
+    images = _workload_seconds(SimpleNamespace(task=task, env_kwargs={"cameras": "both"}))
+    assert state == pytest.approx(320 / 95) and images == pytest.approx(100.0)
+    version.labels = {PACE_LABEL: "not json"}  # an undeclared pace: the settings' sustained steps/s
+    assert _workload_seconds(SimpleNamespace(task=task, env_kwargs={})) == pytest.approx(
+        320 / settings.RLMESH_ESTIMATED_STEPS_PER_SECOND)
