@@ -11,6 +11,8 @@ Each side times one episode of ``--steps`` steps including its reset (init state
 3. **workers: 4 vs workers: 1** on a live platform (gunicorn + Celery, SQLite + the database broker): prebuilt/random on
    libero_object/0 (state only, as the planner makes it), steps/s from ``/metrics``, and the peak resident memory of
    the LIBERO env servers during each run (summed over the processes and per process).
+4. **Expert throughput**: prebuilt/libero-expert on libero_object/0, one worker, episodes per minute with
+   ``record: none`` and ``record: all`` (``--only-expert`` runs this part alone).
 
 Usage: ``.venv/bin/python bench/bench_libero.py [--steps 120] [--episodes 8]``.
 """
@@ -122,11 +124,12 @@ def _libero_rss() -> list[int]:
     return out
 
 
-def platform_run(live, episodes: int, workers: int) -> dict:
+def platform_run(live, episodes: int, workers: int, model: str = "prebuilt/random", record: str = "none") -> dict:
     from tests.support.live import wait_for
 
-    body = {"name": f"bench libero workers={workers}", "models": ["prebuilt/random"],
-            "tasks": [{"env": "prebuilt/libero", "taskId": "libero_object/0", "episodes": episodes, "workers": workers}]}
+    body = {"name": f"bench libero {model} workers={workers} record={record}", "models": [model],
+            "tasks": [{"env": "prebuilt/libero", "taskId": "libero_object/0", "episodes": episodes, "workers": workers,
+                       "record": record}]}
     r = live.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
     eval_id = json.JSONDecoder().raw_decode(r.stdout)[0]["id"]
     peak = {"total": 0, "each": 0, "n": 0}
@@ -147,8 +150,9 @@ def platform_run(live, episodes: int, workers: int) -> dict:
     done.set()
     thread.join()
     m = live.api(f"/v1/evaluations/{eval_id}/metrics")
+    successes = sum(g["successes"] for g in live.api(f"/v1/evaluations/{eval_id}/scores")["groups"])
     return {"workers": workers, "status": e["status"], "steps_per_s": m["stepsPerSecond"], "wall_s": m["wallSeconds"],
-            **{f"rss_{k}": v for k, v in peak.items()}}
+            "successes": successes, **{f"rss_{k}": v for k, v in peak.items()}}
 
 
 def main() -> None:
@@ -156,7 +160,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=120)
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--skip-platform", action="store_true")
+    parser.add_argument("--only-expert", action="store_true", help="only part 4: the expert with and without video")
     args = parser.parse_args()
+    if args.only_expert:
+        return expert_throughput(args.episodes)
     rendered = in_process("both", args.steps)
     platform = served(args.steps)
     print(f"rendered (2 cameras 256²), trivial image-reading model: in-process {rendered:.1f} steps/s, "
@@ -179,6 +186,26 @@ def main() -> None:
               f"{row['wall_s']:.1f} s ({row['steps_per_s'] / rows[0]['steps_per_s']:.2f}x workers=1), peak LIBERO env "
               f"RSS {row['rss_total'] / 2**30:.2f} GB over {row['rss_n']} envs ({row['rss_each'] / 2**30:.2f} GB max each) "
               f"{row['status']}")
+    expert_throughput(args.episodes)
+
+
+def expert_throughput(episodes: int) -> None:
+    """4. prebuilt/libero-expert on libero_object/0 through the platform, one worker: episodes per minute without
+    video and with every episode recorded (the agentview camera rendered each step, then encoded)."""
+    from tests.support.live import LivePlatform
+
+    live = LivePlatform(Path(tempfile.mkdtemp(prefix="rlm-bench-"))).prepare()
+    live.start_web()
+    live.start_worker(concurrency=1)
+    try:
+        rows = [platform_run(live, episodes, 1, "prebuilt/libero-expert", record) for record in ("none", "all")]
+    finally:
+        live.stop()
+    for record, row in zip(("none", "all"), rows):
+        print(f"platform, prebuilt/libero-expert on libero_object/0, record={record}: {episodes / row['wall_s'] * 60:.1f} "
+              f"episodes/min ({row['successes']}/{episodes} successes, {row['steps_per_s']:.0f} steps/s, "
+              f"{row['wall_s']:.1f} s) {row['status']}")
+    print(f"video costs {rows[1]['wall_s'] / rows[0]['wall_s']:.2f}x the time of no video")
 
 
 if __name__ == "__main__":

@@ -111,17 +111,39 @@ def find_scenario(env: ResolvedImage, task_id: str) -> tuple[dict | None, str | 
     if scenario is not None:
         return scenario, None
     m = _INDEX.match(task_id)
-    known = ", ".join(s["id"] for s in env.version.scenarios[:20])
-    if not m:
-        return None, f'unknown scenario "{task_id}" for {env.reference} (known: {known})'
-    benchmark = [s for s in env.version.scenarios if s["id"].split("/", 1)[0] == m["benchmark"]]
-    index = int(m["index"])
-    if index < len(benchmark):
-        return benchmark[index], None
-    if not benchmark:
-        return None, f'unknown scenario "{task_id}" for {env.reference}: it has no benchmark "{m["benchmark"]}" (known: {known})'
-    return None, (f'unknown scenario "{task_id}" for {env.reference}: {m["benchmark"]} has {len(benchmark)} scenarios, '
-                  f"indexes 0–{len(benchmark) - 1}")
+    if m:
+        benchmark = [s for s in env.version.scenarios if s["id"].split("/", 1)[0] == m["benchmark"]]
+        if int(m["index"]) < len(benchmark):
+            return benchmark[int(m["index"])], None
+    return None, _unknown_scenario(env, task_id)
+
+
+def _unknown_scenario(env: ResolvedImage, task_id: str) -> str:
+    """Why ``task_id`` names no scenario of ``env``, with what would: the benchmarks (with their sizes) when the
+    catalog has them, the index range of the benchmark it names, the id it spells in other case."""
+    ids = [s["id"] for s in env.version.scenarios]
+    head = f'unknown scenario "{task_id}" for {env.reference}'
+    folded = {i.casefold(): i for i in ids}
+    if task_id.strip().casefold() in folded:
+        return f'{head}: scenario ids are case-sensitive; did you mean "{folded[task_id.strip().casefold()]}"?'
+    sizes: dict[str, int] = {}
+    for i in ids:
+        if "/" in i:
+            sizes[i.split("/", 1)[0]] = sizes.get(i.split("/", 1)[0], 0) + 1
+    if not sizes:
+        return f"{head} (known: {', '.join(ids[:20])}{', …' if len(ids) > 20 else ''})"
+    benchmark, _, rest = task_id.partition("/")
+    if benchmark not in sizes:
+        near = {b.casefold(): b for b in sizes}.get(benchmark.casefold())
+        hint = f'; did you mean "{near}/{rest}"?' if near else ""
+        listed = ", ".join(f"{b} ({n})" for b, n in sizes.items())
+        return f'{head}: it has no benchmark "{benchmark}" (benchmarks: {listed}){hint}'
+    n = sizes[benchmark]
+    why = (" (write the index without leading zeros)" if rest.isdigit() else
+           " (indexes count from 0)" if rest.startswith("-") else "")
+    named = [i for i in ids if i.startswith(benchmark + "/") and not i.split("/", 1)[1].isdigit()]
+    by_id = f"; or a scenario id: {', '.join(named[:8])}{', …' if len(named) > 8 else ''}" if named else ""
+    return f"{head}: {benchmark} has {n} scenarios, indexes 0–{n - 1}{why}{by_id}"
 
 
 def _scenario(task: dict, env: ResolvedImage, path: str, errors: list[dict], warnings: list[str]) -> tuple[bool, dict | None]:

@@ -153,3 +153,16 @@ def test_a_workload_that_reads_images_is_estimated_at_the_rendered_pace(settings
     version.labels = {PACE_LABEL: "not json"}  # an undeclared pace: the settings' sustained steps/s
     assert _workload_seconds(SimpleNamespace(task=task, env_kwargs={})) == pytest.approx(
         320 / settings.RLMESH_ESTIMATED_STEPS_PER_SECOND)
+
+
+@pytest.mark.parametrize(("task_id", "message"), [
+    ("libero_100/0", "(benchmarks: libero_spatial (10), libero_object (10), libero_goal (10), libero_10 (10), libero_90 (90))"),
+    ("LIBERO_GOAL/0", 'scenario ids are case-sensitive; did you mean "libero_goal/0"?'),
+    ("Libero_Goal/12", 'did you mean "libero_goal/12"?'),
+    ("libero_goal/-1", "indexes 0–9 (indexes count from 0)"),
+    ("libero_goal/01", "indexes 0–9 (write the index without leading zeros)"),
+])
+def test_a_mistyped_libero_task_id_says_what_would_be_right(api, task_id, message):
+    r = api.post("/v1/evaluation-previews", _request(taskId=task_id), format="json")
+    (detail,) = r.json()["error"]["details"]
+    assert r.status_code == 400 and detail["path"] == "tasks[0].taskId" and message in detail["message"], detail
