@@ -250,6 +250,10 @@ def _check_task(i: int, task: dict, organization: Organization, errors: list[dic
     errors.extend(check_params(task.get("params") or {}, env, scenario, f"{path}.params"))
     criterion = success_criterion(task, env, scenario)
     _success_warnings(task, criterion, env, path, warnings)
+    own_cap = int((scenario or {}).get("maxSteps") or 0)
+    if own_cap and task.get("maxSteps") and task["maxSteps"] > own_cap:
+        warnings.append(f"{path}.maxSteps: {task['maxSteps']} is above the {own_cap} steps {scenario['id']} ends its "
+                        f"episodes at (the env's own limit); episodes are truncated at {own_cap}")
     problem = _env_perturbation_problem(perturbation, env, scenario)
     if problem:
         errors.append({"path": f"{path}.perturbation", "message": problem})

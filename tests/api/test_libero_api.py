@@ -166,3 +166,12 @@ def test_a_mistyped_libero_task_id_says_what_would_be_right(api, task_id, messag
     r = api.post("/v1/evaluation-previews", _request(taskId=task_id), format="json")
     (detail,) = r.json()["error"]["details"]
     assert r.status_code == 400 and detail["path"] == "tasks[0].taskId" and message in detail["message"], detail
+
+
+def test_max_steps_above_the_suites_own_cap_is_warned_not_silently_kept(api):
+    r = api.post("/v1/evaluation-previews", _request(maxSteps=1000), format="json")
+    assert r.status_code == 200
+    assert any(w.startswith("tasks[0].maxSteps: 1000 is above the 280 steps libero_object/0 ends its episodes at")
+               for w in r.json()["warnings"]), r.json()["warnings"]
+    r = api.post("/v1/evaluation-previews", _request(maxSteps=200), format="json")
+    assert not any("maxSteps" in w for w in r.json()["warnings"])
