@@ -74,6 +74,17 @@ class BlankMeansUnset:
             data.update({k: v for k, v in multi.items() if v})
         super().__init__(data, *args, **kwargs)
 
+    @property
+    def form(self):
+        """The filter form; a choice field's error lists its choices (``?status=finished`` says which exist)."""
+        form = super().form
+        for field in form.fields.values():
+            choices = [str(value) for value, _ in getattr(field, "choices", ()) if value != ""]
+            if choices and "invalid_choice" in field.error_messages:
+                field.error_messages = {**field.error_messages, "invalid_choice":
+                                        f"%(value)s is not one of the choices: {', '.join(choices)}"}
+        return form
+
 
 class EvaluationFilterSet(BlankMeansUnset, django_filters.FilterSet):
     """``status`` (repeatable: any of), ``q`` (substring of the name or metadata.evaluationLabel, both folded by

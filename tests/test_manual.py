@@ -129,6 +129,14 @@ def test_an_api_error_links_its_page(tenant_a, settings):
 
 
 @pytest.mark.django_db
+def test_a_bad_query_parameter_links_the_filters_page(tenant_a, settings, built_site):
+    response = tenant_a.client().get("/v1/evaluations?status=finished")
+    assert response.status_code == 400
+    assert response.json()["error"]["docs"] == f"{settings.PUBLIC_URL.rstrip('/')}/docs/using/search-and-filters/"
+    assert (built_site / "using" / "search-and-filters" / "index.html").is_file()
+
+
+@pytest.mark.django_db
 def test_the_dashboard_header_links_the_manual(client, tenant_a):
     client.login(username=tenant_a.user.username, password=f"pw-{tenant_a.user.username}")
     assert b'href="/docs/"' in client.get("/evaluations").content

@@ -38,12 +38,13 @@ def docs_url(code: str) -> str | None:
     return f"{settings.PUBLIC_URL.rstrip('/')}/docs/{page}" if page else None
 
 
-def error_response(status_code: int, code: str, message: str, details=None, headers=None) -> Response:
+def error_response(status_code: int, code: str, message: str, details=None, headers=None, *, docs: str | None = None) -> Response:
     """Build the envelope; the single place error bodies are shaped. Details are bounded (``bounded_errors``);
-    ``docs`` links the manual's page for the code where one fits."""
+    ``docs`` links the manual's page for the code where one fits (``docs``: a page of its own, e.g. the query
+    parameters' page for a bad filter)."""
     body = {"error": {"code": code, "message": message[:4 * MAX_ERROR_TEXT],
                       "details": bounded_errors(details) if details is not None else []}}
-    if link := docs_url(code):
+    if link := (f"{settings.PUBLIC_URL.rstrip('/')}/docs/{docs}" if docs else docs_url(code)):
         body["error"]["docs"] = link
     return Response(body, status=status_code, headers=headers)
 
@@ -67,7 +68,10 @@ def exception_handler(exc, context):
         errors = flatten_errors(detail)
         first = errors[0] if errors else {"path": "$", "message": "invalid request"}
         message = f"{first['path']}: {first['message']}" if first["path"] != "$" else first["message"]
-        return error_response(400, "invalid_request", message, errors, headers=_auth_headers(response))
+        # A bad query parameter (a GET's filters, cursor, groupBy) is explained on the filters page, not the request's.
+        request = context.get("request")
+        page = "using/search-and-filters/" if request is not None and request.method in ("GET", "HEAD") else None
+        return error_response(400, "invalid_request", message, errors, headers=_auth_headers(response), docs=page)
     if isinstance(exc, exceptions.ParseError):
         return error_response(400, "parse_error", f"request body is not valid JSON: {detail}", [{"path": "$", "message": str(detail)}])
     code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")

@@ -201,3 +201,15 @@ def test_the_dashboards_filter_bar_treats_empty_as_unset_and_says_what_it_cannot
     assert empty.status_code == 200 and "classic/CartPole-v1" in empty.content.decode()
     listed = client.get("/evaluations", {"q": "", "status": "", "tag": ""}, HTTP_HX_REQUEST="true")
     assert evaluation.public_id in listed.content.decode()
+
+
+@pytest.mark.parametrize("path, parameter, value, choices", [
+    (EVALUATIONS, "status", "finished", "queued, running, cancelling, completed, failed, cancelled"),
+    (EPISODES, "status", "done", "completed, error"),
+    (EPISODES, "show", "x", "all, failed, errors, videos"),
+])
+def test_a_value_outside_a_choice_filter_names_the_choices(api, tenant_a, path, parameter, value, choices):
+    evaluation = submit(tenant_a)
+    error = api.get(path.format(id=evaluation.public_id), {parameter: value}).json()["error"]
+    assert error["details"][0]["message"] == f"{value} is not one of the choices: {choices}", error
+    assert error["docs"].endswith("/docs/using/search-and-filters/")
