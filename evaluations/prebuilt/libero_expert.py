@@ -71,6 +71,13 @@ CARRY = 0.15
 #: clearance (a bowl in a drawer: both side walls) swapped from one step to the next as the bowl or the drawer
 #: moved by a millimetre, and the hand, sent 9 cm back and forth, hovered for 100+ steps.
 SIDE_HYSTERESIS = 0.05
+#: A bowl beyond this x (m; the robot stands at −x, facing +x) is near the arm's reach: gripped on its ±y rim
+#: the elbow is straight (at its joint limit, a singular pose) already at the grasp, and over the plate the hand
+#: stalls a few cm off centre. It is gripped on the rim facing the robot instead (θ = 180°), when that side has
+#: FAR_SIDE_CLEARANCE (m) from its neighbours; that side's score gets FAR_SIDE_BONUS.
+FAR_X = 0.10
+FAR_SIDE_CLEARANCE = 0.03
+FAR_SIDE_BONUS = 0.2
 #: Articulated fixtures count as discs of this radius when choosing the free side of a bowl (m).
 FIXTURE_RADIUS = 0.15
 #: A carried object clears the tops of articulated fixtures near it by this much (m).
@@ -221,6 +228,8 @@ def grasp_pose(priv: dict, obj: str) -> tuple[np.ndarray, float]:
     if slide is not None:
         theta = float(np.arctan2(slide[1], slide[0])) + np.pi / 2
         thetas = [theta, theta + np.pi]
+    elif pos[0] > FAR_X:
+        thetas = [-np.pi / 2, np.pi / 2, np.pi]
     else:
         thetas = [-np.pi / 2, np.pi / 2]
     others = [(n, r) for n, r in _neighbours(priv, obj) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
@@ -233,7 +242,8 @@ def grasp_pose(priv: dict, obj: str) -> tuple[np.ndarray, float]:
     def score(theta: float) -> float:
         clearance = min((float(np.linalg.norm(point(theta)[:2] - n[:2])) - r for n, r in others), default=1.0)
         near_hand = SIDE_HYSTERESIS * float(np.linalg.norm(point(theta)[:2] - eef[:2]))
-        return clearance - 0.01 * abs(_wrap_yaw(theta - np.pi / 2)) - near_hand
+        robot_side = FAR_SIDE_BONUS if abs(theta - np.pi) < 1e-9 and clearance > FAR_SIDE_CLEARANCE else 0.0
+        return clearance - 0.01 * abs(_wrap_yaw(theta - np.pi / 2)) - near_hand + robot_side
 
     best = max(thetas, key=score)
     return point(best), _wrap_yaw(best - np.pi / 2)
