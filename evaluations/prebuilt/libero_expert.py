@@ -15,20 +15,24 @@ Served from ``.venv-libero``::
 env sessions at once). The phase is inferred each step, in this order:
 
 1. the goal predicate to work on: the first ``on`` / ``in`` predicate of ``goal`` not yet met geometrically
-   (none left → hold still, gripper open);
+   (an object still held for an ``on`` goal is not met yet; none left → hold still, gripper open);
 2. fingers opening (gap growing) → keep opening and rise above the object (after a release or a miss);
 3. fingers stopped on something with the object's grasp point between them → **carry**: rise to the carry
-   height, move so the object's centre is above the destination, lower, and open at the release height;
+   height, move so the object's centre is above the destination, lower, and open at the release height (or
+   where the lowering stalls within 5 cm of it: a stretched arm);
 4. fingers closing at the grasp point → hold still and keep closing;
 5. fingers stopped part-closed on nothing (a miss) → open;
-6. otherwise **approach**: rise to the hover height, move above the grasp point, descend, close.
+6. otherwise **approach**: rise to the hover height, move above the grasp point, descend, close (into a
+   drawer: down 2 cm inside the rim point, out to it in the last 4 cm, clear of the drawer's side wall).
 
 Action (7 floats in [-1, 1]): ``[:3]`` position delta ``GAIN × (waypoint − eef)``, at least ``MIN_STEP`` outside a
 3 mm dead band, clipped (the controller scales 1 to 5 cm); ``[3:6]`` rotation delta toward the gripper pointing
 straight down with the grasp's yaw (1 unit = 0.5 rad); ``[6]`` gripper (+1 close, −1 open).
 
 Grasps: a bowl on its rim, 4.5 cm from its centre and 2.7 cm above its origin, the fingers opening radially —
-on the side (±y) with more room among its neighbours (articulated fixtures count as 15 cm discs), or across
+on the side (±y) with more room among its neighbours (articulated fixtures count as 15 cm discs; a near tie
+goes to the side nearer the hand, so the choice does not swap between steps), on the side facing the robot
+when the bowl is at the front of the table (x > ``FAR_X``, where a ±y grip leaves the arm stretched), or across
 the slide direction when the bowl sits in an open drawer. Anything else from above at its bounding box's
 centre (``<object>_aabb``), the fingers across its shorter horizontal side. A carried object clears the tops
 of nearby articulated fixtures. Only ``on`` / ``in`` goals are attempted (not ``open``, ``turnon``, …).
