@@ -92,8 +92,8 @@ RELEASE_XY_TOL = 0.035
 #: A descent that stops (hand slower than STALL_SPEED m/s) within STALL_ABOVE m above the grasp point closes there.
 STALL_ABOVE = 0.035
 STALL_SPEED = 0.005
-#: A lowering load that stops (hand slower than STALL_SPEED) within this height above the release point is
-#: released there: over a plate at the far side of the table the arm is fully stretched (elbow at its limit)
+#: A load lowering for an ``on`` goal that stops (hand slower than STALL_SPEED) within this height above the
+#: release point is released there: over a plate at the far side of the table the arm is fully stretched (elbow at its limit)
 #: a centimetre above the release height and would otherwise hold the bowl there until the step cap.
 RELEASE_STALL_ABOVE = 0.05
 #: A bowl in a drawer is approached NUDGE m in from its rim point, moving out to it in the last SLANT m.
@@ -410,7 +410,11 @@ def _carry(priv: dict, eef: np.ndarray, predicate: str, obj: str, target: str) -
     carry_z = max(dest[2] + CARRY, _clearance_height(priv, obj)) - offset[2]
     waypoint = _via(eef, goal_xy, carry_z, np.array([goal_xy[0], goal_xy[1], release_z]), RELEASE_XY_TOL)
     over = np.linalg.norm(eef[:2] - goal_xy) < RELEASE_XY_TOL
-    stalled = eef[2] < release_z + RELEASE_STALL_ABOVE and float(np.linalg.norm(_vec(priv, "eef_vel"))) < STALL_SPEED
+    stalled = (
+        predicate == "on"
+        and eef[2] < release_z + RELEASE_STALL_ABOVE
+        and float(np.linalg.norm(_vec(priv, "eef_vel"))) < STALL_SPEED
+    )
     released = over and (eef[2] < release_z + 0.01 or stalled)
     return _toward(eef, waypoint), (-1.0 if released else 1.0)
 
