@@ -163,6 +163,81 @@ def test_a_bowl_held_by_its_thin_rim_is_carried_not_dropped():
     assert ex.plan(scene)[6] == -1.0
 
 
+def _holding_bowl_over_plate(height: float, eef_vel=(0.0, 0.0, 0.0)) -> dict:
+    """The bowl held on its +y rim, its centre ``height`` m above the plate's origin and right over it."""
+    scene = _bowl_scene(0.3)
+    plate = scene["plate_1_pos"]
+    bowl = plate + np.array([0.0, 0.0, height])
+    scene["akita_black_bowl_1_pos"] = bowl
+    scene["eef_pos"] = bowl + np.array([0.0, ex.BOWL_RIM, ex.BOWL_GRASP_DZ])
+    scene["eef_vel"] = np.asarray(eef_vel, dtype=np.float64)
+    scene["gripper_qpos"] = np.array([0.0025, -0.0025])
+    return scene
+
+
+def test_a_bowl_still_in_the_fingers_over_the_plate_is_not_placed_yet():
+    """11 cm over the plate is inside the 'placed' height window; opening there dropped the bowl off the plate."""
+    scene = _holding_bowl_over_plate(0.11, eef_vel=(0.0, 0.0, -0.05))
+    assert ex.current_goal(scene) == ("on", "akita_black_bowl_1", "plate_1")
+    action = ex.plan(scene)
+    assert action[6] == 1.0 and action[2] < -0.5  # keeps lowering, still closed
+    scene["gripper_qpos"] = np.array([0.04, -0.04])  # released: the same pose counts as placed
+    assert ex.current_goal(scene) is None
+
+
+def test_a_basket_goal_still_counts_a_held_object_in_the_window_as_placed():
+    scene = _scene(eef=(0.0, 0.25, 0.17), gap=0.04, soup=(0.0, 0.25, 0.17))
+    assert ex.current_goal(scene) is None
+
+
+def test_a_lowering_load_that_stalls_just_above_the_release_point_is_released():
+    moving = ex.plan(_holding_bowl_over_plate(0.08, eef_vel=(0.0, 0.0, -0.05)))
+    stalled = ex.plan(_holding_bowl_over_plate(0.08))
+    assert moving[6] == 1.0 and stalled[6] == -1.0
+    assert ex.plan(_holding_bowl_over_plate(0.15))[6] == 1.0  # stalled far above: not released
+
+
+def test_the_rim_side_nearer_the_hand_wins_a_tie():
+    """Two sides with equal room must not swap from step to step; the hand's position breaks the tie."""
+    scene = _bowl_scene(0.3)
+    scene["cookies_1_pos"] = np.array([0.3, 0.0, 0.9])  # equally far from both ±y rim points
+    for hand_y, side in ((0.05, 1), (-0.05, -1)):
+        scene["eef_pos"] = np.array([0.0, hand_y, 1.15])
+        point, _ = ex.grasp_pose(scene, "akita_black_bowl_1")
+        assert point[1] == pytest.approx(side * ex.BOWL_RIM)
+
+
+def test_a_bowl_at_the_front_of_the_table_is_gripped_on_the_rim_facing_the_robot():
+    scene = _bowl_scene(0.3)
+    bowl = np.array([ex.FAR_X + 0.04, 0.0, 0.9])
+    scene["akita_black_bowl_1_pos"] = bowl
+    scene["eef_pos"] = np.array([-0.2, 0.0, 1.15])
+    point, yaw = ex.grasp_pose(scene, "akita_black_bowl_1")
+    assert point[:2] == pytest.approx(bowl[:2] - [ex.BOWL_RIM, 0.0])
+    assert abs(yaw) == pytest.approx(np.pi / 2)  # fingers open along x, radially
+    scene["cookies_1_pos"] = bowl - [ex.BOWL_RIM + 0.01, 0.0, 0.0]  # no room on that side: ±y instead
+    point, _ = ex.grasp_pose(scene, "akita_black_bowl_1")
+    assert abs(point[1]) == pytest.approx(ex.BOWL_RIM)
+
+
+def test_a_bowl_in_a_drawer_is_approached_from_inside_its_rim():
+    scene = _bowl_scene(0.3)
+    scene.update({"wooden_cabinet_1_pos": np.array([0.0, -0.2, 0.75]), "wooden_cabinet_1_quat": np.array(DOWN),
+                  "wooden_cabinet_1_qpos": np.array([-0.15, 0.0, 0.0])})
+    point, _ = ex.grasp_pose(scene, "akita_black_bowl_1")
+    inward = -np.sign(point[0])  # the rim point is at ±x; the centre is back toward x = 0
+    high = point + np.array([inward * ex.NUDGE, 0.0, ex.SLANT + 0.01])
+    scene["eef_pos"], scene["eef_vel"] = high, np.array([0.0, 0.0, -0.05])
+    action = ex.plan(scene)
+    assert action[2] < -0.5 and abs(action[0]) < 0.1 and action[6] == -1.0  # straight down, NUDGE inside
+    low = point + np.array([inward * ex.NUDGE, 0.0, ex.SLANT / 2])  # the path is NUDGE / 2 in here
+    scene["eef_pos"] = low
+    action = ex.plan(scene)
+    assert action[2] < 0 and np.sign(action[0]) == -inward  # moving out to the rim while descending
+    scene["eef_pos"], scene["eef_vel"] = point + np.array([inward * ex.NUDGE, 0.0, 0.01]), np.zeros(3)
+    assert ex.plan(scene)[6] == 1.0  # stopped against the wall 2 cm in: close there
+
+
 def test_rotation_error_is_the_world_frame_axis_angle():
     quarter_z = np.array([0.0, 0.0, np.sin(np.pi / 4), np.cos(np.pi / 4)])
     assert np.allclose(ex.rotation_error(np.array([0, 0, 0, 1.0]), quarter_z), [0, 0, np.pi / 2])
