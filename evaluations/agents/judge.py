@@ -74,7 +74,11 @@ def judge_rollout(cfg: EndpointConfig, *, task: str, state: dict | None, events:
                             "messages": [{"role": "system", "content": JUDGE_PROMPT},
                                          {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}],
                             "tools": [VERDICT_TOOL]}
-    reply, stats = call_with_retries(lambda: OpenAIChat(cfg).send(body), cfg)
+    chat = OpenAIChat(cfg)  # one client (one connection pool) for every attempt, closed after the last
+    try:
+        reply, stats = call_with_retries(lambda: chat.send(body), cfg)
+    finally:
+        chat.close()
     trace = {"request": {"method": "POST", "url": chat_url(cfg.url),
                          "headers": {"Authorization": "Bearer ***"} if cfg.key else {}, "body": body},
              "reply": None if reply is None else {"content": reply.content, "tool_calls": reply.tool_calls},

@@ -220,6 +220,10 @@ class OpenAIChat:
         # One INFO line per request from the HTTP library is noise in a bridge's log (and costs time per step).
         logging.getLogger("httpx2").setLevel(logging.WARNING)
 
+    def close(self) -> None:
+        """Close the client's connection pool (idempotent)."""
+        self._client.close()
+
     def send(self, body: dict[str, Any]) -> Reply:
         """POST ``body`` as is (``model``, ``messages``, optional ``tools``, the ``additional_params``)."""
         openai = self._openai

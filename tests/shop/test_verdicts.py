@@ -49,6 +49,28 @@ def test_no_readable_verdict_or_no_judge_decides_nothing(serve_json):
     assert trace["request"]["headers"] == {"Authorization": "Bearer ***"} and trace["error"]
 
 
+def test_the_judge_uses_one_client_for_all_its_attempts_and_closes_it(monkeypatch):
+    from evaluations.agents import judge
+
+    made, closed = [], []
+
+    class Spy(judge.OpenAIChat):
+        def __init__(self, c):
+            made.append(self)
+            super().__init__(c)
+
+        def close(self):
+            closed.append(self)
+            super().close()
+
+    monkeypatch.setattr(judge, "OpenAIChat", Spy)
+    monkeypatch.setattr("evaluations.agents.transport.time.sleep", lambda s: None)
+    config = EndpointConfig(url=f"http://127.0.0.1:{free_port()}", model="j", max_retries=2, timeout_seconds=5,
+                            allow_private=True)
+    _, trace = judge_rollout(config, task="t", state={}, events=[])
+    assert trace["attempts"] == 3 and len(made) == 1 and closed == made  # a refused connection is retried
+
+
 def row(success, reward=1.0, status="completed"):
     return {"status": status, "success": success, "reward": reward, "steps": 3, "taskId": "t", "model": "m"}
 
