@@ -5,7 +5,8 @@ host uses the first one's server instead of loading the model again (one copy of
 Each worker process that uses a shared server holds a lease on it. The registry is a small JSON file per workload in
 ``RLMESH_RUN_DIR/shared/``, read and written under an exclusive ``flock`` (so pool processes of every worker on the
 host agree): the server's pid and start time, address, log file, the pid of the process that started it (its owner)
-and the pids holding leases. The last process to release its lease stops the server. The server dies with its owner
+and the leases (``"<pid>:<token>"``, one per lease, so two runners in one process hold two). The last lease released
+stops the server; leases of processes that died without releasing do not count. The server dies with its owner
 (``PR_SET_PDEATHSIG``); the others then see it gone (:meth:`SharedServer.orphaned`: an episode it broke is not the
 model's failure and runs again), and the next of them to need it starts a fresh one. Local sources only (containers
 are not shared).
@@ -17,6 +18,7 @@ import fcntl
 import json
 import os
 import signal
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -67,6 +69,7 @@ class SharedServer(ServedEndpoint):
         self.ready_seconds = ready_seconds
         #: The process that started the server (it dies with that process); None in registries of older versions.
         self.owner: int | None = state.get("owner")
+        self.lease: str = state["leases"][-1] if state.get("leases") else ""
         self._released = False
 
     def alive(self) -> bool:
@@ -92,7 +95,7 @@ class SharedServer(ServedEndpoint):
             if not state or state["pid"] != self.pid:
                 return  # replaced meanwhile: that server is someone else's business
             # Leases of processes that died without releasing do not keep the server alive.
-            state["leases"] = [p for p in state["leases"] if p != os.getpid() and pid_alive(p)]
+            state["leases"] = [lease for lease in state["leases"] if lease != self.lease and pid_alive(_holder(lease))]
             if state["leases"]:
                 return
             state.clear()
@@ -103,15 +106,24 @@ class SharedServer(ServedEndpoint):
                 pass
 
 
+def _holder(lease) -> int:
+    """The pid holding ``lease`` (``"<pid>:<token>"``; a bare pid in registries of older versions)."""
+    return int(str(lease).split(":", 1)[0])
+
+
+def _new_lease() -> str:
+    return f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
 def acquire(key: str, start) -> SharedServer:
     """A lease on the shared server ``key``: the running one, or one ``start()`` starts now (a LocalServer whose process
     handle has ``pid``). Raises whatever ``start`` raises."""
     with _registry(key) as state:
         if _alive(state):
-            state["leases"] = sorted({*state["leases"], os.getpid()})
+            state["leases"] = [*state["leases"], _new_lease()]
             return SharedServer(key, state, ready_seconds=0.0)
         server = start()
         state.clear()
         state.update({"pid": server.proc.pid, "start": start_time(server.proc.pid), "address": server.address,
-                      "log": str(server.log_path), "owner": os.getpid(), "leases": [os.getpid()]})
+                      "log": str(server.log_path), "owner": os.getpid(), "leases": [_new_lease()]})
         return SharedServer(key, state, ready_seconds=server.ready_seconds)
