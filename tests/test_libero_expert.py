@@ -190,6 +190,54 @@ def test_a_basket_goal_still_counts_a_held_object_in_the_window_as_placed():
     assert ex.current_goal(scene) is None
 
 
+MILK = "milk_1"
+
+
+def _holding_milk_over_basket(origin_z: float, gap: float = 0.053) -> dict:
+    """A 13 cm tall carton (origin 7 cm over its bottom) held 3.1 cm below its origin's top over the basket
+    (its top at 0.14 m): the libero_object task 7 scene."""
+    milk = np.array([0.0, 0.25, origin_z])
+    scene = _scene(eef=milk + np.array([0.0, 0.0, 0.031]), gap=gap, soup=(0.0, -0.2, 0.03))
+    scene.update({
+        f"{MILK}_pos": milk, f"{MILK}_quat": np.array([0.5, 0.5, 0.5, 0.5]),
+        f"{MILK}_aabb": np.concatenate([milk + [-0.027, -0.027, -0.070], milk + [0.027, 0.027, 0.061]]),
+        "basket_1_aabb": np.array([-0.08, 0.17, 0.0, 0.08, 0.33, 0.14]),
+        f"{REGION}_pos": np.array([0.0, 0.25, 0.067]),
+        "goal": f"in {MILK} {REGION}",
+    })
+    return scene
+
+
+def test_a_tall_carton_reaching_into_the_basket_is_lowered_before_it_is_let_go():
+    """In the window (11 cm over the region) with its bottom already below the rim: opening there left the
+    carton hanging on one finger pad by its roof's eave, and it rose with the hand (task 7, init states 1-3)."""
+    scene = _holding_milk_over_basket(0.178)
+    assert ex.reaches_in(scene, MILK, REGION)
+    assert ex.current_goal(scene) == ("in", MILK, REGION)
+    action = ex.plan(scene)
+    assert action[6] == 1.0 and action[2] < -0.2  # keeps lowering, still closed
+    low = _holding_milk_over_basket(0.105)  # its top 2.6 cm over the rim: let go
+    assert not ex.reaches_in(low, MILK, REGION)
+    assert ex.current_goal(low) is None and ex.plan(low)[6] == -1.0
+    scene["gripper_qpos"] = np.array([0.04, -0.04])  # out of the fingers, the high pose counts as placed
+    assert ex.current_goal(scene) is None
+
+
+def test_a_short_load_over_the_rim_is_still_dropped_into_the_basket():
+    scene = _scene(eef=(0.0, 0.25, 0.17), gap=0.04, soup=(0.0, 0.25, 0.17))
+    scene["basket_1_aabb"] = np.array([-0.08, 0.17, 0.0, 0.08, 0.33, 0.14])  # the can's bottom (0.14) at the rim
+    assert not ex.reaches_in(scene, SOUP, REGION)
+    assert ex.current_goal(scene) is None
+
+
+def test_a_region_finds_its_containers_bounding_box():
+    scene = _holding_milk_over_basket(0.178)
+    assert np.allclose(ex._container_aabb(scene, REGION), scene["basket_1_aabb"])
+    assert ex._container_aabb(scene, "wooden_cabinet_1_top_region") is None  # a fixture: no box, no rule
+    del scene["basket_1_aabb"]
+    assert not ex.reaches_in(scene, MILK, REGION)
+
+
 def test_a_lowering_load_that_stalls_just_above_the_release_point_is_released():
     moving = ex.plan(_holding_bowl_over_plate(0.08, eef_vel=(0.0, 0.0, -0.05)))
     stalled = ex.plan(_holding_bowl_over_plate(0.08))

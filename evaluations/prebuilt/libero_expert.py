@@ -15,7 +15,8 @@ Served from ``.venv-libero``::
 env sessions at once). The phase is inferred each step, in this order:
 
 1. the goal predicate to work on: the first ``on`` / ``in`` predicate of ``goal`` not yet met geometrically
-   (an object still held for an ``on`` goal is not met yet; none left → hold still, gripper open);
+   (an object still held for an ``on`` goal is not met yet, nor a held load for an ``in`` goal that reaches
+   into its container but is not yet down to its rim: a tall carton; none left → hold still, gripper open);
 2. fingers opening (gap growing) → keep opening and rise above the object (after a release or a miss);
 3. fingers stopped on something with the object's grasp point between them → **carry**: rise to the carry
    height, move so the object's centre is above the destination, lower, and open at the release height (or
@@ -103,6 +104,12 @@ SLANT = 0.04
 HOLD_TOL = 0.05
 #: A goal object counts as placed when its centre is this close (xy, m) to the destination's.
 PLACED_XY = 0.05
+#: A held load for an ``in`` goal whose bottom is more than REACH_IN (m) below its container's top already
+#: reaches into the container (a tall carton or bottle): it is lowered until its top is RIM_CLEARANCE (m) above
+#: the container's top before it counts as placed (and is let go). Opened 10 cm over the basket's floor, the
+#: milk carton hung by its gable roof's eave on one finger pad and rose with the hand, then fell out of reach.
+REACH_IN = 0.01
+RIM_CLEARANCE = 0.03
 
 #: Gripper pointing straight down, x-axis forward: robosuite's default end-effector orientation (x, y, z, w).
 DOWN = np.array([1.0, 0.0, 0.0, 0.0])
@@ -154,10 +161,41 @@ def _placed(priv: dict, predicate: str, obj: str, target: str) -> bool:
     An object still held for an ``on`` goal is not placed yet, however close: the 12 cm height window (for
     objects dropped into a basket) otherwise counts a bowl carried 11 cm over the plate as placed, and the
     expert opened there and dropped it onto the plate's rim, where it bounced off or came to rest tilted.
+    A held load that reaches into its container (``in``) is not placed either until it is down to the rim
+    (:func:`reaches_in`).
     """
     p, t = _vec(priv, f"{obj}_pos"), _vec(priv, f"{target}_pos")
     near = bool(np.linalg.norm(p[:2] - t[:2]) < PLACED_XY and -0.05 < p[2] - t[2] < 0.12)
-    return near and not (predicate == "on" and _held(priv, obj))
+    if not near or not _held(priv, obj):
+        return near
+    return predicate == "in" and not reaches_in(priv, obj, target)
+
+
+def _container_aabb(priv: dict, target: str) -> np.ndarray | None:
+    """The bounding box of the object a destination region belongs to (``basket_1_contain_region`` →
+    ``basket_1_aabb``), or ``None`` (a fixture's region: fixtures have no bounding box)."""
+    parts = target.split("_")
+    for cut in range(len(parts), 0, -1):
+        key = "_".join(parts[:cut]) + "_aabb"
+        if key in priv:
+            return _vec(priv, key)
+    return None
+
+
+def reaches_in(priv: dict, obj: str, target: str) -> bool:
+    """A held ``obj`` already reaches into ``target``'s container but is still too high to let go: its bottom
+    is more than :data:`REACH_IN` below the container's top, its top more than :data:`RIM_CLEARANCE` above it.
+
+    A tall carton is gripped 3.5 cm below its top, just under the eaves of its gable roof; let go with its
+    bottom 10 cm over the basket's floor, it hung on one finger pad by an eave and rose with the hand.
+    Lowered until the hand is just over the rim, it is set down instead of dropped. Short loads are over the
+    rim when they enter the placed window and are dropped as before.
+    """
+    box = _container_aabb(priv, target)
+    if box is None or f"{obj}_aabb" not in priv:
+        return False
+    load, rim = _vec(priv, f"{obj}_aabb"), float(box[5])
+    return bool(load[2] < rim - REACH_IN and load[5] > rim + RIM_CLEARANCE)
 
 
 def current_goal(priv: dict) -> tuple[str, str, str] | None:
