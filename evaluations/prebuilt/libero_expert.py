@@ -46,12 +46,12 @@ from typing import Any
 import numpy as np
 import rlmesh
 
+from .libero_rotation import rotation_action, rotation_error, wrap_yaw  # noqa: F401 - rotation_error stays importable here
+
 #: Position gain: action units per metre of waypoint error (1 unit = 5 cm of OSC_POSE delta).
 GAIN = 12.0
 #: Smallest position step (action units) while the waypoint is more than 3 mm away.
 MIN_STEP = 0.25
-#: Rotation gain: action units per radian of orientation error (1 unit = 0.5 rad).
-ROT_GAIN = 1.0
 #: Finger gap (m, ``qpos[0] - qpos[1]``) above which the gripper counts as open.
 OPEN_GAP = 0.072
 #: Finger gap below which the gripper is closed on nothing.
@@ -111,8 +111,6 @@ PLACED_XY = 0.05
 REACH_IN = 0.01
 RIM_CLEARANCE = 0.03
 
-#: Gripper pointing straight down, x-axis forward: robosuite's default end-effector orientation (x, y, z, w).
-DOWN = np.array([1.0, 0.0, 0.0, 0.0])
 
 
 def _text(value: Any) -> str:
@@ -288,10 +286,10 @@ def grasp_pose(priv: dict, obj: str) -> tuple[np.ndarray, float]:
         clearance = min((float(np.linalg.norm(point(theta)[:2] - n[:2])) - r for n, r in others), default=1.0)
         near_hand = SIDE_HYSTERESIS * float(np.linalg.norm(point(theta)[:2] - eef[:2]))
         robot_side = FAR_SIDE_BONUS if abs(theta - np.pi) < 1e-9 and clearance > FAR_SIDE_CLEARANCE else 0.0
-        return clearance - 0.01 * abs(_wrap_yaw(theta - np.pi / 2)) - near_hand + robot_side
+        return clearance - 0.01 * abs(wrap_yaw(theta - np.pi / 2)) - near_hand + robot_side
 
     best = max(thetas, key=score)
-    return point(best), _wrap_yaw(best - np.pi / 2)
+    return point(best), wrap_yaw(best - np.pi / 2)
 
 
 def _box_grasp(priv: dict, obj: str) -> tuple[np.ndarray, float]:
@@ -306,11 +304,6 @@ def _box_grasp(priv: dict, obj: str) -> tuple[np.ndarray, float]:
     return np.array([centre[0], centre[1], z]), yaw
 
 
-def _wrap_yaw(yaw: float) -> float:
-    """Yaw modulo π (the two fingers are symmetric), in [−π/2, π/2)."""
-    return float((yaw + np.pi / 2) % np.pi - np.pi / 2)
-
-
 def hold_distance(priv: dict, obj: str) -> float:
     """Distance (m) from the end effector to where it would hold ``obj`` (a bowl: anywhere on its rim circle)."""
     eef, pos = _vec(priv, "eef_pos"), _vec(priv, f"{obj}_pos")
@@ -319,45 +312,6 @@ def hold_distance(priv: dict, obj: str) -> float:
         grasp, _ = _box_grasp(priv, obj)
         return float(np.linalg.norm(eef - grasp))
     return float(np.hypot(np.linalg.norm(rel[:2]) - BOWL_RIM, rel[2] - BOWL_GRASP_DZ))
-
-
-def _yaw_of(quat_xyzw: np.ndarray) -> float:
-    """Yaw (rad) of the gripper relative to :data:`DOWN` about world z."""
-    rel = _quat_mul(np.asarray(quat_xyzw, dtype=np.float64), DOWN * np.array([-1.0, -1.0, -1.0, 1.0]))
-    return _wrap_yaw(2.0 * float(np.arctan2(rel[2], rel[3])))
-
-
-def _down_with_yaw(yaw: float) -> np.ndarray:
-    return _quat_mul(np.array([0.0, 0.0, np.sin(yaw / 2), np.cos(yaw / 2)]), DOWN)
-
-
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product of two ``(x, y, z, w)`` quaternions."""
-    (ax, ay, az, aw), (bx, by, bz, bw) = a, b
-    return np.array([
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ])
-
-
-def rotation_error(quat_xyzw: np.ndarray, target_xyzw: np.ndarray = DOWN) -> np.ndarray:
-    """World-frame axis-angle (rad) taking the current orientation to the target (shortest way)."""
-    q = np.asarray(quat_xyzw, dtype=np.float64)
-    err = _quat_mul(np.asarray(target_xyzw, dtype=np.float64), q * np.array([-1.0, -1.0, -1.0, 1.0]) / (q @ q))
-    if err[3] < 0:
-        err = -err
-    sin = float(np.linalg.norm(err[:3]))
-    if sin < 1e-9:
-        return np.zeros(3)
-    return 2.0 * np.arctan2(sin, err[3]) * err[:3] / sin
-
-
-def _rotation_action(quat_xyzw: np.ndarray, yaw: float | None = None) -> np.ndarray:
-    """Rotation action toward pointing down with ``yaw`` (``None``: keep the current yaw); 1 unit = 0.5 rad."""
-    target = _down_with_yaw(_yaw_of(quat_xyzw) if yaw is None else yaw)
-    return np.clip(ROT_GAIN * rotation_error(quat_xyzw, target) / 0.5, -1.0, 1.0)
 
 
 def _toward(eef: np.ndarray, waypoint: np.ndarray) -> np.ndarray:
@@ -387,12 +341,12 @@ def plan(priv: dict) -> np.ndarray:
     goal = current_goal(priv)
     if goal is None:
         move = _toward(eef, eef + np.array([0, 0, 0.02]))
-        return np.concatenate([move, _rotation_action(quat), [-1.0]]).astype(np.float32)
+        return np.concatenate([move, rotation_action(quat), [-1.0]]).astype(np.float32)
     predicate, obj, target = goal
     grasp, yaw = grasp_pose(priv, obj)
     near = hold_distance(priv, obj)
     hover = grasp[2] + HOVER
-    rot = _rotation_action(quat)
+    rot = rotation_action(quat)
     if speed > MOVING:  # opening: rise clear of the object
         move, grip = _toward(eef, np.array([eef[0], eef[1], max(eef[2], hover)])), -1.0
     elif EMPTY_GAP < gap < OPEN_GAP and near < HOLD_TOL and speed > -MOVING:
@@ -407,7 +361,7 @@ def plan(priv: dict) -> np.ndarray:
             inward = _vec(priv, f"{obj}_pos")[:2] - grasp[:2]
             inward = inward / max(float(np.linalg.norm(inward)), 1e-9)
         move, grip = _approach(priv, eef, grasp, hover, inward)
-        rot = _rotation_action(quat, yaw)
+        rot = rotation_action(quat, yaw)
     return np.concatenate([move, rot, [grip]]).astype(np.float32)
 
 
