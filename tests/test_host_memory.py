@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -29,12 +30,25 @@ time.sleep(600)
 """
 
 
-def hold(path, budget: int, nbytes: int) -> subprocess.Popen:
-    """Another process on this host that reserves ``nbytes`` and keeps them until it is killed."""
+@contextmanager
+def holding(path, budget: int, nbytes: int):
+    """Another process on this host that reserves ``nbytes`` and keeps them until it is killed (at the latest when
+    the block ends); yields its Popen."""
     proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), str(budget), str(nbytes)], cwd=ROOT,
                             stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "held"
-    return proc
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def run_the_shard(evaluation) -> str | None:
+    from evaluations.runs import loop
+
+    (shard,) = Shard.objects.filter(evaluation=evaluation)
+    return loop.run_shard(shard.pk)
 
 
 def test_reservations_fit_the_budget_and_a_release_gives_room_back(tmp_path):
@@ -58,14 +72,10 @@ def test_an_env_larger_than_the_budget_still_runs_alone(tmp_path):
 
 def test_another_processes_reservation_counts_until_that_process_dies(tmp_path):
     path = tmp_path / "ledger.json"
-    proc = hold(path, 4 * GB, 3 * GB)
-    try:
+    with holding(path, 4 * GB, 3 * GB) as proc:
         ledger = HostMemoryLedger(path, 4 * GB)
         assert ledger.try_reserve(3 * GB, "mine") is None
         assert [e["pid"] for e in ledger.held().values()] == [proc.pid]
-    finally:
-        proc.kill()
-        proc.wait()
     assert ledger.try_reserve(3 * GB, "mine")  # a SIGKILLed holder frees its bytes at the next look
 
 
@@ -140,47 +150,33 @@ def heavy_cartpole(tenant_a, settings, tmp_path, monkeypatch):
 
 @pytest.mark.django_db
 def test_a_shard_waits_for_host_memory_then_runs_and_gives_it_back(heavy_cartpole, monkeypatch):
-    from evaluations.runs import loop
-
     evaluation, path = heavy_cartpole
-    holder = hold(path, 3 * GB, 3 * GB)  # another worker's env holds the host's whole budget
     slept, real_sleep = [], time.sleep
+    with holding(path, 3 * GB, 3 * GB) as holder:  # another worker's env holds the host's whole budget
 
-    def sleep(seconds):  # the holder's shard ends while ours waits
-        slept.append(seconds)
-        if len(slept) == 2:
-            holder.kill()
-            holder.wait()
-        real_sleep(0.01)
+        def sleep(seconds):  # the holder's shard ends while ours waits
+            slept.append(seconds)
+            if len(slept) == 2:
+                holder.kill()
+                holder.wait()
+            real_sleep(0.01)
 
-    monkeypatch.setattr(memory.time, "sleep", sleep)
-    try:
-        (shard,) = Shard.objects.filter(evaluation=evaluation)
-        assert loop.run_shard(shard.pk) == ShardStatus.COMPLETED
-    finally:
-        holder.kill()
-        holder.wait()
+        monkeypatch.setattr(memory.time, "sleep", sleep)
+        assert run_the_shard(evaluation) == ShardStatus.COMPLETED
+    shard = Shard.objects.get(evaluation=evaluation)
     assert len(slept) >= 2 and Episode.objects.filter(evaluation=evaluation, status="completed").count() == 2
     waiting = evaluation.logs.get(message__startswith="waiting for memory")
     assert "3.0 GB" in waiting.message and "1 env servers hold 3.0 GB of the 3.0 GB" in waiting.message
-    shard.refresh_from_db()
     assert len(shard.timings["memoryWaitSeconds"]) == 1  # one wait, before the first start
     assert HostMemoryLedger(path, 3 * GB).held() == {}  # released when the shard closed its servers
 
 
 @pytest.mark.django_db
 def test_a_shard_cancelled_while_waiting_for_memory_starts_no_server(heavy_cartpole, monkeypatch):
-    from evaluations.runs import loop
-
     evaluation, path = heavy_cartpole
-    holder = hold(path, 3 * GB, 3 * GB)
-    monkeypatch.setattr(memory.time, "sleep", lambda s: svc.cancel_evaluation(evaluation))
-    try:
-        (shard,) = Shard.objects.filter(evaluation=evaluation)
-        assert loop.run_shard(shard.pk) == ShardStatus.CANCELLED
-    finally:
-        holder.kill()
-        holder.wait()
+    with holding(path, 3 * GB, 3 * GB):
+        monkeypatch.setattr(memory.time, "sleep", lambda s: svc.cancel_evaluation(evaluation))
+        assert run_the_shard(evaluation) == ShardStatus.CANCELLED
     evaluation.refresh_from_db()
     assert evaluation.status == EvaluationStatus.CANCELLED and not Episode.objects.filter(evaluation=evaluation).exists()
     assert not evaluation.logs.filter(message__contains="server prebuilt").exists()  # no env server was started
