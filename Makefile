@@ -51,7 +51,7 @@ web: $(STAMP)
 
 test: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) $(LR_STAMP) docs
 	bash scripts/setup-system.sh test
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 test-fast: $(STAMP) docs
 	$(PY) -m pytest -m "not live"

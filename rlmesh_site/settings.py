@@ -369,6 +369,8 @@ RLMESH_TCP_NODELAY = env_bool("RLMESH_TCP_NODELAY", True)  # on local TCP listen
 RLMESH_RUN_DIR = Path(os.environ.get("RLMESH_RUN_DIR", VAR_DIR / "run"))
 #: Seconds an env or model server may take to accept a handshake after it is started.
 RLMESH_SERVER_READY_TIMEOUT = env_float("RLMESH_SERVER_READY_TIMEOUT", 60.0)
+#: The most seconds a stopped server's last output is waited for (runtime.docker.Container.final_output).
+RLMESH_CONTAINER_OUTPUT_WAIT = env_float("RLMESH_CONTAINER_OUTPUT_WAIT", 30.0)
 #: Seconds one env step or model predict may take before the episode ends with an error.
 RLMESH_REQUEST_TIMEOUT = env_float("RLMESH_REQUEST_TIMEOUT", 30.0)
 #: Default wall-time cap of one episode, in seconds (a request's timeoutSeconds can lower it).

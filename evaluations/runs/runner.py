@@ -101,9 +101,8 @@ class ShardRunner:
         if server is not None and server.alive():
             return False
         if server is not None:
-            log(self.evaluation, f"{kind} server died; restarting. Last output:\n{server.log_tail()}",
+            log(self.evaluation, f"{kind} server died; restarting. Last output:\n{server.stop_with_output()}",
                 level=LogLevel.WARNING, source="runtime", shard=self.shard)
-            server.stop()
         self.servers[kind] = None
         return True
 
@@ -178,11 +177,12 @@ class ShardRunner:
         for kind, server in self.servers.items():
             if server is None:
                 continue
-            if server.output_lost_on_stop:
-                tail = server.log_tail(20).strip()
+            if server.output_lost_on_stop:  # stopped first, so its last words (a shutdown traceback) are in
+                tail = server.stop_with_output(20).strip()
                 if tail:
                     log(self.evaluation, f"{kind} container output (last lines):\n{tail}", source="container", shard=self.shard)
-            server.stop()
+            else:
+                server.stop()
         self.servers = {"env": None, "model": None}
         if self.memory is not None:
             self.memory.release()

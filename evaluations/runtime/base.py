@@ -59,7 +59,18 @@ class ServedEndpoint(ABC):
 
     @abstractmethod
     def log_tail(self, lines: int = 20) -> str:
-        """The last ``lines`` lines of the server's output."""
+        """The last ``lines`` lines of the server's output so far (a running server may still add to it)."""
+
+    def final_output(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of a server that has exited, complete: backends whose output reaches its store
+        after the server is seen exited (a container's log) wait for it, within a bound. Never raises."""
+        return self.log_tail(lines)
+
+    def stop_with_output(self, lines: int = 20) -> str:
+        """Stop the server (as :meth:`stop`) and return its :meth:`final_output`, read before anything that would
+        lose it (a container's removal). Never raises."""
+        self.stop()
+        return self.final_output(lines)
 
 
 def accepts_connections(address: str, kind: str) -> bool:

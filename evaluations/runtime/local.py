@@ -87,6 +87,16 @@ class LocalServer(ServedEndpoint):
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
+    def final_output(self, lines: int = 20) -> str:
+        """The log file's last lines once the process has exited: the server writes its log file itself (no pipe,
+        no engine between), so once it is reaped every line it wrote is there. Waits up to
+        ``RLMESH_CONTAINER_OUTPUT_WAIT`` seconds for the exit."""
+        try:
+            self.proc.wait(timeout=settings.RLMESH_CONTAINER_OUTPUT_WAIT)
+        except subprocess.TimeoutExpired:
+            pass
+        return self.log_tail(lines)
+
 
 def interpreter_for(source: str) -> tuple[str, str]:
     """``(python executable, "module:Target")`` of a trusted source.
@@ -168,16 +178,14 @@ class LocalRuntime(RuntimeBackend):
         deadline = started + timeout
         while True:
             if not server.alive():
+                output = server.final_output()
                 raise RuntimeBackendError(
-                    f"{kind} server exited with code {server.proc.returncode} before it was ready",
-                    log_tail=server.log_tail(),
+                    f"{kind} server exited with code {server.proc.returncode} before it was ready", log_tail=output,
                 )
             if accepts_connections(server.address, kind):
                 return
             if time.monotonic() > deadline:
                 raise RuntimeBackendError(
-                    f"{kind} server not ready after {timeout:g} s",
-                    permanent=False,
-                    log_tail=server.log_tail(),
+                    f"{kind} server not ready after {timeout:g} s", permanent=False, log_tail=server.stop_with_output(),
                 )
             time.sleep(0.1)
