@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 import rlmesh
 
+from ..outbound import excerpt
 from .observation import SYSTEM_PROMPT, first_user_message, raw_message, text_of, tool_message
 from .tools import ENDPOINT_ERROR_TOOL, TOOL_NAMES, ToolCallError, from_openai_tool_calls, from_reply_text, \
     looks_like_call, tool_definitions, tools_prompt, validate_call
@@ -361,7 +362,7 @@ class EndpointBridge(rlmesh.numpy.Model):
         except json.JSONDecodeError:
             action = None
         if not isinstance(action, dict):
-            why = f"the model's action is not a JSON object: {str(reply.action)[:80]!r}"
+            why = f"the model's action is not a JSON object; {excerpt(str(reply.action), label='it starts')}"
             return {"tool": None, "error": why, "error_code": "unparsed_tool_call"}, trace
         action.pop("trace", None)
         return action, trace

@@ -239,7 +239,7 @@ class OpenAIChat:
         except openai.APIConnectionError as exc:
             if refused := outbound.refused(exc):
                 raise EndpointError(str(refused), retryable=False) from None
-            raise EndpointError(f"connection failed: {exc.__cause__ or exc}"[:300], retryable=True) from None
+            raise EndpointError(outbound.connection_error(exc), retryable=True) from None
         except openai.APIError as exc:  # a reply that is not a chat completion
             raise EndpointError(f"bad reply: {outbound.excerpt(str(exc))}", retryable=False) from None
         if not isinstance(completion, self._completion):
@@ -278,7 +278,7 @@ class HttpAgent:
         except httpx.HTTPError as exc:
             if refused := outbound.refused(exc):
                 raise EndpointError(str(refused), retryable=False) from None
-            raise EndpointError(f"connection failed: {type(exc).__name__}", retryable=True) from None
+            raise EndpointError(outbound.connection_error(exc), retryable=True) from None
         if resp.status_code >= 300:  # a redirect is not followed: it is the endpoint's answer
             raise EndpointError(outbound.status_error(resp.status_code, resp.text), status=resp.status_code,
                                 retryable=_retryable_status(resp.status_code),
@@ -329,7 +329,8 @@ class RlmeshModel:
         except outbound.RefusedTarget as exc:
             raise EndpointError(f"rlmesh model server: {exc}", retryable=False) from None
         except OSError as exc:
-            raise EndpointError(f"rlmesh model server: cannot resolve: {exc}"[:300], retryable=True) from None
+            raise EndpointError(outbound.connection_error(exc, "rlmesh model server: cannot resolve"),
+                                retryable=True) from None
         try:
             client = load_native("PyModelClient")(
                 address, self._contract(observation), 1,
@@ -337,7 +338,7 @@ class RlmeshModel:
                 request_timeout_seconds=self.cfg.timeout_seconds)
             client.reset(seed)
         except (ConnectionError, TimeoutError, OSError, RuntimeError) as exc:
-            raise EndpointError(f"rlmesh model server: {type(exc).__name__}: {exc}"[:300], retryable=True) from None
+            raise EndpointError(outbound.connection_error(exc, "rlmesh model server"), retryable=True) from None
         return client
 
     def send(self, client: Any, observation: dict[str, Any]) -> Reply:
@@ -348,7 +349,7 @@ class RlmeshModel:
         try:
             action = bridge.decode(client.predict(bridge.encode(observation)))
         except (ConnectionError, TimeoutError, OSError, RuntimeError) as exc:
-            raise EndpointError(f"rlmesh model server: {type(exc).__name__}: {exc}"[:300], retryable=True) from None
+            raise EndpointError(outbound.connection_error(exc, "rlmesh model server"), retryable=True) from None
         if isinstance(action, bytes):
             action = action.decode("utf-8", "replace")
         return Reply(content=action if isinstance(action, str) else None, action=action)

@@ -23,6 +23,8 @@ sent to a refused address, so no reply text can come from one.
 
 from __future__ import annotations
 
+import ast
+import re
 import socket
 from typing import Any, Iterable
 from urllib.parse import urlsplit
@@ -33,8 +35,8 @@ import httpx2
 from ..domain.text import quoted
 from . import addresses
 
-__all__ = ["CheckedBackend", "RefusedTarget", "checked_address", "excerpt", "http_client", "refused", "resolve",
-           "status_error"]
+__all__ = ["CheckedBackend", "RefusedTarget", "checked_address", "connection_error", "excerpt", "http_client", "refused",
+           "resolve", "status_error"]
 
 #: How much of a reply's text an error message may quote.
 EXCERPT_CHARS = 120
@@ -117,16 +119,48 @@ def checked_address(url: str, *, allow_private: bool) -> str:
     return f"[{address}]:{parts.port}" if ":" in address else f"{address}:{parts.port}"
 
 
-def excerpt(text: str | bytes | None) -> str:
-    """A short, labelled quote of a reply's body for an error message: ``reply starts "…"`` (at most
-    :data:`EXCERPT_CHARS` characters, controls escaped), or ``empty reply``."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
+def excerpt(text: str | bytes | None, label: str = "reply starts") -> str:
+    """A short, labelled quote of what a peer sent, for an error message: ``reply starts "…"`` (``label``, then at
+    most :data:`EXCERPT_CHARS` characters in quotes, controls escaped), or ``empty reply``. The one way an error
+    message may quote a peer's bytes."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")
     text = (text or "").strip()
-    return f"reply starts {quoted(text, EXCERPT_CHARS)}" if text else "empty reply"
+    return f"{label} {quoted(text, EXCERPT_CHARS)}" if text else "empty reply"
 
 
 def status_error(status: int, text: str | bytes | None) -> str:
     """The error message of an HTTP error answer: ``HTTP 307 (redirects are not followed); reply starts "…"``."""
     note = " (redirects are not followed)" if 300 <= status < 400 else ""
     return f"HTTP {status}{note}; {excerpt(text)}"
+
+
+#: A bytes value an HTTP library quotes in its message (h11: ``illegal header line: bytearray(b'…')``).
+_QUOTED_BYTES = re.compile(r"(?:bytearray\((?P<a>b(?P<qa>['\"]).*(?P=qa))\)|(?P<b>b(?P<qb>['\"]).*(?P=qb)))", re.S)
+#: How much of a library's own words (the message without the peer's bytes) an error keeps.
+_REASON_CHARS = EXCERPT_CHARS
+
+
+def connection_error(exc: BaseException, what: str = "connection failed") -> str:
+    """The error message of a connection that broke before a whole HTTP answer came (a malformed status or header
+    line, a half response, a non-HTTP service): ``connection failed: RemoteProtocolError: illegal header line;
+    peer sent "…"``. It holds the exception's type, the library's reason (quoted bytes taken out, controls replaced,
+    at most :data:`EXCERPT_CHARS` characters) and what the peer sent only as the labelled :func:`excerpt` (``peer
+    sent``), so a service that is not the endpoint never has more than :data:`EXCERPT_CHARS` characters of its
+    bytes shown. ``exc`` may be the HTTP client's exception (its cause, the protocol library's, is read when it has
+    one); ``what`` starts the message."""
+    inner = exc.__cause__ if exc.__cause__ is not None else exc
+    message = str(inner)
+    peer = ""
+    match = _QUOTED_BYTES.search(message)
+    if match:
+        try:
+            sent = ast.literal_eval(match["a"] or match["b"])
+        except (SyntaxError, ValueError):
+            sent = match.group()
+        peer = excerpt(sent, label="peer sent") if sent.strip() else ""
+        message = message[:match.start()].rstrip(" :")
+    reason = "".join(c if c.isprintable() else "?" for c in " ".join(message.split()))
+    reason = reason if len(reason) <= _REASON_CHARS else reason[:_REASON_CHARS] + "…"
+    words = f"{what}: {type(inner).__name__}" + (f": {reason}" if reason else "")
+    return f"{words}; {peer}" if peer else words
