@@ -75,7 +75,7 @@ def _post(url: str, body: str, headers: dict) -> tuple[int | None, str]:
             resp = client.post(url, content=body.encode("utf-8"), headers=headers)
     except httpx2.HTTPError as exc:
         refused = outbound.refused(exc)
-        return None, str(refused) if refused else f"{type(exc).__name__}: {exc}"[:500]
+        return None, str(refused) if refused else outbound.connection_error(exc)
     if 200 <= resp.status_code < 300:
         return resp.status_code, ""
     return resp.status_code, outbound.status_error(resp.status_code, resp.text)

@@ -15,8 +15,8 @@ from the reply text), ``use_openai_chat`` (true: chat completions; false: the HT
 ``additional_params`` (merged into each chat request; may not set ``model``/``messages``/``tools``…),
 ``timeout_seconds`` (per call), ``max_retries``, ``backoff_seconds``, ``max_backoff_seconds``, ``history_size``.
 
-Each ``predict(observation)`` reads ``meta`` (``episode``, ``step``, ``task``, ``tools``) from the MiniWoB
-observation, extends that episode's conversation (an LRU of ``history_size`` episodes, restarted when ``step``
+Each ``predict(observation)`` reads ``meta`` (``episode``, ``step``, ``task``, ``tools``, and
+``timeLeftSeconds``, the episode's time left, which the platform's episode loop adds) from the MiniWoB observation, extends that episode's conversation (an LRU of ``history_size`` episodes, restarted when ``step``
 is 0; an observation without ``meta`` is a fresh conversation every step), calls the endpoint and returns the
 action text: ``{"tool", "arguments", "trace"}``; ``{"tool": null,
 "error": "<why>", "trace"}`` when the reply holds no usable tool call; ``{"tool": "__endpoint_error__",
@@ -24,7 +24,10 @@ action text: ``{"tool", "arguments", "trace"}``; ``{"tool": null,
 (``method``, ``url``, ``headers`` with the key redacted, ``body`` as sent with screenshots replaced by
 ``<screenshot: image/png, N bytes>``), ``reply`` (``status``, ``content``, ``tool_calls``), ``latencyMs`` (the
 endpoint call), ``usage`` (``prompt_tokens``, ``completion_tokens``, ``total_tokens`` as reported, or null),
-``attempts``, ``backoffMs``, ``error``, ``overheadMs`` (the bridge's own time).
+``attempts``, ``backoffMs``, ``error``, ``overheadMs`` (the bridge's own time). With ``timeLeftSeconds`` the
+endpoint call (every attempt and backoff) ends when that time is up, its connection closed, and the action is
+``{"tool": null, "error_code": "deadline", "error", "trace"}`` (the episode loop executes nothing after its
+deadline).
 
 **HTTP agent protocol** (``use_openai_chat: false``): one ``POST {url}`` per step, ``Authorization: Bearer
 <key>`` when a key is set::
@@ -58,10 +61,11 @@ from typing import Any
 import numpy as np
 import rlmesh
 
+from ..outbound import excerpt
 from .observation import SYSTEM_PROMPT, first_user_message, raw_message, text_of, tool_message
 from .tools import ENDPOINT_ERROR_TOOL, TOOL_NAMES, ToolCallError, from_openai_tool_calls, from_reply_text, \
     looks_like_call, tool_definitions, tools_prompt, validate_call
-from .transport import EndpointConfig, EndpointError, HttpAgent, OpenAIChat, Reply, RlmeshModel, call_with_retries, \
+from .transport import DEADLINE, EndpointConfig, EndpointError, HttpAgent, OpenAIChat, Reply, RlmeshModel, call_with_retries, \
     chat_url
 from .validation import validate_endpoint
 
@@ -145,6 +149,11 @@ class _Obs:
     tools: list[str]
     screenshot: np.ndarray | None
     original: dict[str, Any]
+    #: When the episode's time runs out (``time.monotonic``), from ``meta.timeLeftSeconds``; None: no deadline.
+    deadline: float | None = None
+
+    def time_left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
 
     @classmethod
     def read(cls, observation: dict[str, Any]) -> _Obs:
@@ -154,11 +163,15 @@ class _Obs:
             meta = {}
         meta = meta if isinstance(meta, dict) else {}
         shot = observation.get("screenshot")
+        left = meta.get("timeLeftSeconds")
+        deadline = time.monotonic() + float(left) if isinstance(left, (int, float)) and not isinstance(left, bool) \
+            else None
         return cls(goal=text_of(observation.get("goal")), dom=text_of(observation.get("dom")),
                    error=text_of(observation.get("error")), raw=text_of(observation.get("raw")),
                    episode=str(meta.get("episode") or ""), step=int(meta.get("step") or 0),
                    task=str(meta.get("task") or ""), tools=list(meta.get("tools") or TOOL_NAMES),
-                   screenshot=np.asarray(shot) if shot is not None else None, original=dict(observation))
+                   screenshot=np.asarray(shot) if shot is not None else None, original=dict(observation),
+                   deadline=deadline)
 
 
 class EndpointBridge(rlmesh.numpy.Model):
@@ -272,7 +285,8 @@ class EndpointBridge(rlmesh.numpy.Model):
                                 "messages": _latest_image_only(episode.messages)}
         if self.cfg.send_tool_definitions:
             body["tools"] = tool_definitions(obs.tools)
-        reply, stats = call_with_retries(lambda: self._transport.send(body), self.cfg)
+        reply, stats = call_with_retries(lambda: self._transport.send(body, obs.time_left()), self.cfg,
+                                         deadline=obs.deadline)
         request = {"method": "POST", "url": chat_url(self.cfg.url), "headers": self._headers(),
                    "body": _trace_body(body)}
         trace = self._trace(request, reply, stats)
@@ -319,7 +333,8 @@ class EndpointBridge(rlmesh.numpy.Model):
         image = self._image(obs)
         if image:
             body["screenshot"] = image
-        reply, stats = call_with_retries(lambda: self._transport.send(body), self.cfg)
+        reply, stats = call_with_retries(lambda: self._transport.send(body, obs.time_left()), self.cfg,
+                                         deadline=obs.deadline)
         trace = self._trace({"method": "POST", "url": self.cfg.url, "headers": self._headers(),
                              "body": _trace_body(body)}, reply, stats)
         if reply is None:
@@ -350,7 +365,7 @@ class EndpointBridge(rlmesh.numpy.Model):
                 episode.client = None
                 raise
 
-        reply, stats = call_with_retries(send, self.cfg)
+        reply, stats = call_with_retries(send, self.cfg, deadline=obs.deadline)
         body = {k: (f"<array {v.shape} {v.dtype}>" if isinstance(v, np.ndarray) else v)
                 for k, v in obs.original.items()}
         trace = self._trace({"method": "predict", "url": self.cfg.url, "headers": {}, "body": body}, reply, stats)
@@ -361,7 +376,7 @@ class EndpointBridge(rlmesh.numpy.Model):
         except json.JSONDecodeError:
             action = None
         if not isinstance(action, dict):
-            why = f"the model's action is not a JSON object: {str(reply.action)[:80]!r}"
+            why = f"the model's action is not a JSON object; {excerpt(str(reply.action), label='it starts')}"
             return {"tool": None, "error": why, "error_code": "unparsed_tool_call"}, trace
         action.pop("trace", None)
         return action, trace
@@ -389,7 +404,10 @@ def _latest_image_only(messages: list[dict]) -> list[dict]:
 
 def _endpoint_error(stats: dict[str, Any]) -> dict[str, Any]:
     """The action after the last retry failed: ``failure`` (``rate_limited`` / ``endpoint_unavailable``) names it,
-    the message starts with it in words."""
+    the message starts with it in words; a call the episode's deadline stopped is no action at all
+    (``error_code: deadline``)."""
+    if stats.get("failure") == DEADLINE:
+        return {"tool": None, "error": stats.get("error") or "the episode's time ran out", "error_code": DEADLINE}
     failure = stats.get("failure") or "endpoint_unavailable"
     words = "rate limited" if failure == "rate_limited" else "endpoint unavailable"
     return {"tool": ENDPOINT_ERROR_TOOL, "failure": failure,

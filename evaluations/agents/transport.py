@@ -13,7 +13,10 @@ Three transports, each ``send(body) -> Reply`` raising :class:`EndpointError` on
 :func:`call_with_retries` retries 429, 5xx, timeouts and connection errors up to ``max_retries`` times, sleeping
 ``Retry-After`` (seconds or an HTTP date) when the endpoint sent one, else ``backoff_seconds * 2**(n-1)`` capped at
 ``max_backoff_seconds``. A ``Retry-After`` longer than that cap is honoured by giving up (``rate_limited``), never by
-calling back early. Other 4xx and malformed replies fail at once. Its stats split the call's time into
+calling back early. Other 4xx and malformed replies fail at once. Given a ``deadline`` (the episode's, on the
+``time.monotonic`` clock), no attempt starts and no backoff sleeps past it, and each transport's ``send(body,
+time_left)`` bounds its attempt by it: the HTTP timeout is the time left, and a connection still open when it runs
+out is shut down (:func:`..outbound.cut_off_after`); the call then ends with failure :data:`DEADLINE`. Its stats split the call's time into
 ``latencyMs`` (waiting on the answer that was used) and ``retryMs`` (failed attempts plus ``backoffMs`` of sleep, of
 which ``retryAfterMs`` the endpoint asked for) and name a final failure's ``failure``: ``rate_limited`` (the last
 answer was 429) or ``endpoint_unavailable`` (5xx, timeouts, refused connections, bad replies, other 4xx).
@@ -34,11 +37,13 @@ from typing import Any, Callable
 
 from .. import outbound
 
-__all__ = ["FAILURE_KINDS", "USAGE_FIELDS", "EndpointConfig", "EndpointError", "HttpAgent", "OpenAIChat", "Reply",
+__all__ = ["DEADLINE", "FAILURE_KINDS", "USAGE_FIELDS", "EndpointConfig", "EndpointError", "HttpAgent", "OpenAIChat", "Reply",
            "RlmeshModel", "call_with_retries", "chat_url", "read_usage", "retry_after_seconds"]
 
 #: What a call that never got an answer failed on (``stats["failure"]``).
 FAILURE_KINDS = ("rate_limited", "endpoint_unavailable")
+#: ``stats["failure"]`` of a call the episode's deadline stopped (its answer, if any came later, is never used).
+DEADLINE = "deadline"
 #: The token counts :func:`read_usage` returns (cached ⊂ prompt, reasoning ⊂ completion).
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens", "reasoning_tokens")
 
@@ -73,11 +78,26 @@ class EndpointConfig:
 
 class EndpointError(Exception):
     """A failed endpoint call. ``retryable``: worth another attempt; ``retry_after``: seconds the endpoint asked
-    to wait (or None); ``status``: the HTTP status, if any."""
+    to wait (or None); ``status``: the HTTP status, if any; ``deadline``: the episode's time ran out during it."""
 
-    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None, status: int | None = None):
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None, status: int | None = None,
+                 deadline: bool = False):
         super().__init__(message)
-        self.retryable, self.retry_after, self.status = retryable, retry_after, status
+        self.retryable, self.retry_after, self.status, self.deadline = retryable, retry_after, status, deadline
+
+
+def _out_of_time(time_left: float | None) -> EndpointError:
+    return EndpointError(f"the episode's time ran out during the call ({max(time_left or 0.0, 0.0):.1f} s were left); "
+                         "its connection was closed", retryable=False, deadline=True)
+
+
+def _attempt_timeout(cfg: EndpointConfig, time_left: float | None) -> float:
+    return cfg.timeout_seconds if time_left is None else max(0.001, min(cfg.timeout_seconds, time_left))
+
+
+def _ran_out(cut, time_left: float | None, t0: float) -> bool:
+    """Whether a failed attempt failed because its time ran out (cut off, or timed out at the time left)."""
+    return cut.is_set() or (time_left is not None and time.monotonic() - t0 >= time_left)
 
 
 @dataclass
@@ -139,8 +159,8 @@ def _failure(exc: EndpointError) -> str:
     return "rate_limited" if exc.status == 429 else "endpoint_unavailable"
 
 
-def call_with_retries(send: Callable[[], Reply], cfg: EndpointConfig, sleep: Callable[[float], None] = time.sleep
-                      ) -> tuple[Reply | None, dict[str, Any]]:
+def call_with_retries(send: Callable[[], Reply], cfg: EndpointConfig, sleep: Callable[[float], None] = time.sleep,
+                      deadline: float | None = None) -> tuple[Reply | None, dict[str, Any]]:
     """Call ``send`` until it succeeds, fails permanently or runs out of retries.
 
     Returns ``(reply or None, stats)``; stats (times in ms): ``attempts``; ``latencyMs``, the attempt whose answer
@@ -148,12 +168,18 @@ def call_with_retries(send: Callable[[], Reply], cfg: EndpointConfig, sleep: Cal
     ``backoffMs`` (sleep between attempts), of which ``retryAfterMs`` was asked for by ``Retry-After`` headers
     (``retryAfterCount`` of them); ``failures``, one ``{"attempt", "status", "kind", "ms", "retryAfterS"}`` per
     failed attempt; ``error`` (None on success, else the last failure's message); ``failure`` (None, or a
-    :data:`FAILURE_KINDS` word for a call that got no answer); ``status`` (the last HTTP status).
+    :data:`FAILURE_KINDS` word for a call that got no answer, or :data:`DEADLINE` when ``deadline``, a
+    ``time.monotonic()`` instant, passed first: no attempt starts and no backoff sleeps past it); ``status`` (the
+    last HTTP status).
     """
     stats: dict[str, Any] = {"attempts": 0, "latencyMs": 0.0, "retryMs": 0.0, "failedMs": 0.0, "backoffMs": 0.0,
                              "retryAfterMs": 0.0, "retryAfterCount": 0, "failures": [], "error": None,
                              "failure": None, "status": None}
     while True:
+        if deadline is not None and time.monotonic() >= deadline:
+            stats.update(error=str(_out_of_time(0.0)), failure=DEADLINE, latencyMs=0.0,
+                         retryMs=stats["failedMs"] + stats["backoffMs"])
+            return None, stats
         stats["attempts"] += 1
         t0 = time.perf_counter()
         try:
@@ -164,11 +190,11 @@ def call_with_retries(send: Callable[[], Reply], cfg: EndpointConfig, sleep: Cal
                                       "ms": round(ms, 3), "retryAfterS": exc.retry_after})
             stats.update(error=str(exc), status=exc.status, latencyMs=ms)
             too_long = exc.retry_after is not None and exc.retry_after > cfg.max_backoff_seconds
-            if not exc.retryable or stats["attempts"] > cfg.max_retries or too_long:
+            if not exc.retryable or exc.deadline or stats["attempts"] > cfg.max_retries or too_long:
                 if too_long and stats["attempts"] <= cfg.max_retries:
                     stats["error"] = (f"{exc} (Retry-After {exc.retry_after:g} s is longer than the bridge waits, "
                                       f"{cfg.max_backoff_seconds:g} s)")
-                stats["failure"] = _failure(exc)
+                stats["failure"] = DEADLINE if exc.deadline else _failure(exc)
                 # Every attempt failed: the last one is waiting too, but on an answer nobody used.
                 stats["failedMs"] += ms
                 stats["latencyMs"] = 0.0
@@ -181,6 +207,8 @@ def call_with_retries(send: Callable[[], Reply], cfg: EndpointConfig, sleep: Cal
                 stats["retryAfterCount"] += 1
             else:
                 delay = min(cfg.backoff_seconds * 2 ** (stats["attempts"] - 1), cfg.max_backoff_seconds)
+            if deadline is not None:  # sleep at most to the deadline; the loop then ends the call
+                delay = max(0.0, min(delay, deadline - time.monotonic()))
             sleep(delay)
             stats["backoffMs"] += delay * 1000
             continue
@@ -212,9 +240,9 @@ class OpenAIChat:
         self.cfg = cfg
         self._openai = openai
         self._completion = ChatCompletion
+        self._http = outbound.http_client(allow_private=cfg.allow_private, timeout=cfg.timeout_seconds)
         self._client = openai.OpenAI(api_key=cfg.key or "no-key", base_url=_base_url(cfg.url),
-                                     timeout=cfg.timeout_seconds, max_retries=0, http_client=outbound.http_client(
-                                         allow_private=cfg.allow_private, timeout=cfg.timeout_seconds))
+                                     timeout=cfg.timeout_seconds, max_retries=0, http_client=self._http)
         # Without a key, send no Authorization header at all (the client insists on one unless omitted per call).
         self._options = {} if cfg.key else {"headers": {"Authorization": openai.omit}}
         # One INFO line per request from the HTTP library is noise in a bridge's log (and costs time per step).
@@ -224,12 +252,21 @@ class OpenAIChat:
         """Close the client's connection pool (idempotent)."""
         self._client.close()
 
-    def send(self, body: dict[str, Any]) -> Reply:
-        """POST ``body`` as is (``model``, ``messages``, optional ``tools``, the ``additional_params``)."""
+    def send(self, body: dict[str, Any], time_left: float | None = None) -> Reply:
+        """POST ``body`` as is (``model``, ``messages``, optional ``tools``, the ``additional_params``), cut off
+        after ``time_left`` seconds when given (module docstring)."""
         openai = self._openai
+        t0 = time.monotonic()
+        options = {**self._options, "timeout": _attempt_timeout(self.cfg, time_left)}
         try:
-            completion = self._client.post("/chat/completions", body=body, cast_to=self._completion,
-                                           options=self._options)
+            with outbound.cut_off_after(self._http, time_left) as cut:
+                try:
+                    completion = self._client.post("/chat/completions", body=body, cast_to=self._completion,
+                                                   options=options)
+                except (openai.APITimeoutError, openai.APIConnectionError):
+                    if _ran_out(cut, time_left, t0):
+                        raise _out_of_time(time_left) from None
+                    raise
         except openai.APIStatusError as exc:
             raise EndpointError(outbound.status_error(exc.status_code, exc.response.text),
                                 retryable=_retryable_status(exc.status_code), status=exc.status_code,
@@ -239,7 +276,7 @@ class OpenAIChat:
         except openai.APIConnectionError as exc:
             if refused := outbound.refused(exc):
                 raise EndpointError(str(refused), retryable=False) from None
-            raise EndpointError(f"connection failed: {exc.__cause__ or exc}"[:300], retryable=True) from None
+            raise EndpointError(outbound.connection_error(exc), retryable=True) from None
         except openai.APIError as exc:  # a reply that is not a chat completion
             raise EndpointError(f"bad reply: {outbound.excerpt(str(exc))}", retryable=False) from None
         if not isinstance(completion, self._completion):
@@ -268,17 +305,26 @@ class HttpAgent:
         if cfg.key:
             self._headers["Authorization"] = f"Bearer {cfg.key}"
 
-    def send(self, body: dict[str, Any]) -> Reply:
-        """POST ``body``; the reply must be a JSON object (``{"tool", "arguments"}``, optional ``usage``)."""
+    def send(self, body: dict[str, Any], time_left: float | None = None) -> Reply:
+        """POST ``body``, cut off after ``time_left`` seconds when given (module docstring); the reply must be a JSON
+        object (``{"tool", "arguments"}``, optional ``usage``)."""
         httpx = self._httpx
+        t0 = time.monotonic()
         try:
-            resp = self._session.post(self.cfg.url, content=json.dumps(body), headers=self._headers)
+            with outbound.cut_off_after(self._session, time_left) as cut:
+                try:
+                    resp = self._session.post(self.cfg.url, content=json.dumps(body), headers=self._headers,
+                                              timeout=_attempt_timeout(self.cfg, time_left))
+                except httpx.HTTPError:
+                    if _ran_out(cut, time_left, t0):
+                        raise _out_of_time(time_left) from None
+                    raise
         except httpx.TimeoutException:
             raise EndpointError(f"timed out after {self.cfg.timeout_seconds:g} s", retryable=True) from None
         except httpx.HTTPError as exc:
             if refused := outbound.refused(exc):
                 raise EndpointError(str(refused), retryable=False) from None
-            raise EndpointError(f"connection failed: {type(exc).__name__}", retryable=True) from None
+            raise EndpointError(outbound.connection_error(exc), retryable=True) from None
         if resp.status_code >= 300:  # a redirect is not followed: it is the endpoint's answer
             raise EndpointError(outbound.status_error(resp.status_code, resp.text), status=resp.status_code,
                                 retryable=_retryable_status(resp.status_code),
@@ -329,7 +375,8 @@ class RlmeshModel:
         except outbound.RefusedTarget as exc:
             raise EndpointError(f"rlmesh model server: {exc}", retryable=False) from None
         except OSError as exc:
-            raise EndpointError(f"rlmesh model server: cannot resolve: {exc}"[:300], retryable=True) from None
+            raise EndpointError(outbound.connection_error(exc, "rlmesh model server: cannot resolve"),
+                                retryable=True) from None
         try:
             client = load_native("PyModelClient")(
                 address, self._contract(observation), 1,
@@ -337,7 +384,7 @@ class RlmeshModel:
                 request_timeout_seconds=self.cfg.timeout_seconds)
             client.reset(seed)
         except (ConnectionError, TimeoutError, OSError, RuntimeError) as exc:
-            raise EndpointError(f"rlmesh model server: {type(exc).__name__}: {exc}"[:300], retryable=True) from None
+            raise EndpointError(outbound.connection_error(exc, "rlmesh model server"), retryable=True) from None
         return client
 
     def send(self, client: Any, observation: dict[str, Any]) -> Reply:
@@ -348,7 +395,7 @@ class RlmeshModel:
         try:
             action = bridge.decode(client.predict(bridge.encode(observation)))
         except (ConnectionError, TimeoutError, OSError, RuntimeError) as exc:
-            raise EndpointError(f"rlmesh model server: {type(exc).__name__}: {exc}"[:300], retryable=True) from None
+            raise EndpointError(outbound.connection_error(exc, "rlmesh model server"), retryable=True) from None
         if isinstance(action, bytes):
             action = action.decode("utf-8", "replace")
         return Reply(content=action if isinstance(action, str) else None, action=action)

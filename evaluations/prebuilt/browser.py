@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +26,23 @@ import numpy as np
 
 from ..agents.tools import ENDPOINT_ERROR_TOOL, WAIT_MAX_MS, ToolCall, ToolCallError, parse_action
 
-__all__ = ["CHROME_FLAGS", "PROFILE_PREFIX", "BrowserMissing", "action_config", "chromium_paths", "element_json",
+__all__ = ["CHROME_FLAGS", "PROFILE_PREFIX", "PROXY_VARIABLES", "BrowserMissing", "action_config", "chromium_paths", "element_json",
            "elements_from_dom_info", "key_name", "new_profile_dir", "start_chrome", "sweep_profiles", "text_space",
            "tool_action"]
 
-#: Chromium switches (as root, closed network): no sandbox, no GPU, nothing phoning home, only loopback resolves.
+#: Chromium switches (as root, closed network): no sandbox, no GPU, no proxy, nothing phoning home (no time, update,
+#: account, optimization-guide or search-engine requests), only loopback resolves.
 CHROME_FLAGS: tuple[str, ...] = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--no-proxy-server",
     "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+    "--disable-default-apps", "--disable-extensions", "--disable-domain-reliability", "--no-pings",
+    "--disable-client-side-phishing-detection", "--no-default-browser-check",
+    "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,OptimizationGuideModelDownloading,Translate,"
+    "MediaRouter,AutofillServerCommunication,SearchPrefetch,NetworkPrediction",
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
 )
+#: Environment variables that name a proxy; chromedriver and Chromium start without them (:func:`start_chrome`).
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "ftp_proxy", "socks_proxy", "no_proxy", "auto_proxy")
 _KEY_ALIASES = {"<Up>": "<ArrowUp>", "<Down>": "<ArrowDown>", "<Left>": "<ArrowLeft>", "<Right>": "<ArrowRight>",
                 "<Esc>": "<Escape>", "<Return>": "<Enter>", "<Del>": "<Delete>"}
 #: Fresh Chromium profile directories are ``$TMPDIR/miniwob-chromium-<pid>-<random>`` (every web env's).
@@ -71,17 +79,46 @@ def new_profile_dir() -> str:
     return tempfile.mkdtemp(prefix=f"{PROFILE_PREFIX}{os.getpid()}-")
 
 
-def start_chrome(profile_dir: str, *extra_flags: str):
-    """A Selenium Chrome driver on Debian's binaries with :data:`CHROME_FLAGS` and ``profile_dir``."""
-    from selenium import webdriver
+def _direct_service(driver_path: str):
+    """A chromedriver ``Service`` started without :data:`PROXY_VARIABLES` whose shutdown request goes to loopback
+    directly (Selenium's own sends it through ``urllib``'s environment proxy)."""
+    import urllib.request
+
     from selenium.webdriver.chrome.service import Service
+
+    class DirectService(Service):
+        def send_remote_shutdown_command(self) -> None:
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+            try:
+                opener.open(f"{self.service_url}/shutdown", timeout=10).close()
+            except OSError:  # URLError, a timeout, a refused connection: the process is terminated next either way
+                return
+            for _ in range(30):
+                if not self.is_connectable():
+                    break
+                time.sleep(1)
+
+    env = {k: v for k, v in os.environ.items() if k.lower() not in PROXY_VARIABLES}
+    return DirectService(executable_path=driver_path, env=env)
+
+
+def start_chrome(profile_dir: str, *extra_flags: str):
+    """A Selenium Chrome driver on Debian's binaries with :data:`CHROME_FLAGS` and ``profile_dir``.
+
+    Nothing of it uses a proxy, whatever the environment says: Selenium's calls to chromedriver (commands and the
+    shutdown request) go to loopback directly, chromedriver and Chromium start with every :data:`PROXY_VARIABLES`
+    removed from their environment, and Chromium runs with ``--no-proxy-server``."""
+    from selenium import webdriver
 
     binary, driver_path = chromium_paths()
     options = webdriver.ChromeOptions()
     options.binary_location = binary
     for flag in (*CHROME_FLAGS, *extra_flags, f"--user-data-dir={profile_dir}"):
         options.add_argument(flag)
-    return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    with warnings.catch_warnings():  # deprecated in favour of a ClientConfig, which ``webdriver.Chrome`` cannot take
+        warnings.simplefilter("ignore", DeprecationWarning)
+        options.ignore_local_proxy_environment_variables()
+    return webdriver.Chrome(service=_direct_service(driver_path), options=options)
 
 
 def element_json(el: dict) -> dict[str, Any]:

@@ -4,6 +4,7 @@ plain path (:mod:`evaluations.runs.runner`)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from ..domain.outcomes import STEP_BOUND, env_success_flag
@@ -63,11 +64,29 @@ class _Timings:
                 "latency": {"predict": self.predict_h, "step": self.step_h}}
 
 
+def with_time_left(obs, deadline: float):
+    """An agent observation with ``timeLeftSeconds`` (seconds to the monotonic ``deadline``) added to its ``meta``
+    JSON, which the endpoint bridge bounds its call by; anything else unchanged."""
+    if not isinstance(obs, dict) or not isinstance(obs.get("meta"), str):
+        return obs
+    try:
+        meta = json.loads(obs["meta"])
+    except json.JSONDecodeError:
+        return obs
+    if not isinstance(meta, dict):
+        return obs
+    return {**obs, "meta": json.dumps({**meta, "timeLeftSeconds": round(deadline - time.monotonic(), 3)})}
+
+
 def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, *, seed: int, max_steps: int | None,
           deadline: float, hook=None) -> tuple[int, float, bool, bool, dict]:
     """Step until the env ends the episode or a cap (``max_steps``, rlmesh's step bound, the monotonic ``deadline``)
     truncates it; return ``(steps, return, terminated, truncated, last info)``. ``hook`` (an agent rollout's
-    :class:`~evaluations.runs.transcripts.TranscriptRecorder`) sees the reset and every step."""
+    :class:`~evaluations.runs.transcripts.TranscriptRecorder`) sees the reset and every step.
+
+    The deadline holds during a model call too: an agent's call is told the time left (:func:`with_time_left`;
+    the bridge ends it then, its connection closed), and an action that comes back after the deadline is never
+    executed: the episode ends truncated there (``hook.on_deadline`` records the call)."""
     obs, info = session.reset(seed=seed)
     frames.grab(obs)
     if hook is not None:
@@ -78,9 +97,14 @@ def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, *, 
     while True:
         if perturber.wants_prediction():
             p0 = time.perf_counter()
-            action = session.predict(perturber.observation(obs))
+            model_obs = perturber.observation(obs)
+            action = session.predict(with_time_left(model_obs, deadline) if hook is not None else model_obs)
             predict_ms = (time.perf_counter() - p0) * 1000
             timings.add("predict", predict_ms)
+            if time.monotonic() >= deadline:
+                if hook is not None:
+                    hook.on_deadline(steps + 1, action, predict_ms=predict_ms)
+                return steps, total, terminated, True, info
         s0 = time.perf_counter()
         obs, reward, terminated, truncated, info = session.step(perturber.action(action))
         step_ms = (time.perf_counter() - s0) * 1000

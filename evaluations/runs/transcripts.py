@@ -17,9 +17,12 @@ list of typed, timed events, in the manner of Inspect AI's sample transcripts (S
 - ``error``: an unusable reply (``kind: invalid_call`` with its ``code``: ``multiple_tool_calls``,
   ``unparsed_tool_call``, …, :data:`~evaluations.agents.tools.TOOL_CALL_ERRORS`), the endpoint failing for good
   (``kind: endpoint`` with ``failure``: ``rate_limited`` or ``endpoint_unavailable``), or the episode breaking
-  (``exception``, with its traceback).
+  (``exception``, with its traceback), or the episode's time running out during a model call (``kind: timeout``;
+  the call's ``model`` event comes first when its answer came, and its action is never executed).
 - ``judge`` (open runs judged by an endpoint): the judge call's ``request``, ``reply``, ``latencyMs``, ``usage``.
-- ``score``: how it ended: ``reward``, ``rawReward``, ``passed`` (null: unverified), ``stopCondition``,
+- ``score``: how it ended: ``reward``, ``rawReward``, ``passed`` (null: unverified), ``stopCondition`` (the status
+  document's word: ``terminal_action``, ``max_steps``, ``timeout``, ``error``, ``rate_limited``,
+  ``endpoint_unavailable``),
   ``verifiers``, and ``finalState`` (the shop's whole state after the last step; null for MiniWoB).
 
 Every event has ``type``, ``step`` and ``t`` (seconds since the episode started). The file is JSON in Django's
@@ -44,19 +47,27 @@ from django.core.files.storage import default_storage
 from ..agents.bridge import ALLOW_PRIVATE_ENV, KEY_ENV, redact
 from ..agents.observation import first_user_message, raw_message, text_of, tool_message
 from ..agents.tools import ENDPOINT_ERROR_TOOL
-from ..agents.transport import USAGE_FIELDS
+from ..agents.transport import FAILURE_KINDS, USAGE_FIELDS
 from ..choices import EpisodeStatus, StopCondition
 from ..crypto import SecretUnreadable, decrypt
 from ..domain.text import nul_free
 from ..runtime.base import RuntimeBackendError
 from .verdicts import decide, env_verifiers
 
-__all__ = ["BRIDGE_SOURCE", "KEY_ENV", "TranscriptRecorder", "is_agent_workload", "model_secrets"]
+__all__ = ["BRIDGE_SOURCE", "KEY_ENV", "TranscriptRecorder", "is_agent_workload", "model_secrets", "stop_condition_of"]
 
 #: The endpoint bridge's source (prebuilt/agent-endpoint).
 BRIDGE_SOURCE = "python://evaluations.agents.bridge:EndpointBridge"
 #: Per-step timing sums kept in the rollout summary (ms; see the ``model`` event).
 TIME_KEYS = ("endpointMs", "retryMs", "backoffMs", "retryAfterMs", "bridgeMs", "predictMs", "envMs")
+
+
+def stop_condition_of(ending: str) -> str:
+    """A rollout's stop condition as the status document names it (``stop_condition``), from its ``ending``: one
+    name for each way a rollout stops, in the transcript as in the results (the wall-time cap is ``timeout``)."""
+    if ending in FAILURE_KINDS or ending in ("error", "timeout", "max_steps"):
+        return ending
+    return "terminal_action"
 
 
 def is_agent_workload(workload) -> bool:
@@ -210,6 +221,19 @@ class TranscriptRecorder:
                         terminated=bool(terminated), truncated=bool(truncated))
             self._observation(step, obs)
 
+    def on_deadline(self, step: int, action: Any, *, predict_ms: float) -> None:
+        """The episode's time ran out while the model was called for step ``step``: the call (when its answer came
+        back, with its trace) and a ``timeout`` error are recorded; the action is never executed."""
+        self.totals["predictMs"] += predict_ms
+        try:
+            call = json.loads(text_of(action))
+        except json.JSONDecodeError:
+            call = None
+        if isinstance(call, dict) and isinstance(call.get("trace"), dict):
+            self._model(step, call["trace"], predict_ms)
+        self._event("error", step, kind="timeout", message="the episode's wall-time cap was reached during the model "
+                    "call; its action was not executed")
+
     def on_error(self, exc: BaseException) -> None:
         """The episode broke (env or model failure): the error with its stack trace goes into the transcript."""
         self._event("error", len([e for e in self.events if e["type"] == "tool"]), kind="exception",
@@ -263,7 +287,7 @@ class TranscriptRecorder:
         if judge is not None:
             self._event("judge", steps, **judge)
         self._event("score", steps, reward=fields.get("reward"), rawReward=raw, passed=fields.get("success"),
-                    stopCondition=fields.get("stop_condition"), ending=ending, verifiers=verifiers,
+                    stopCondition=stop_condition_of(ending), ending=ending, verifiers=verifiers,
                     finalState=self.last_info.get("shop_state"))
         fields.update(agent=summary, verifiers=verifiers, transcript=self._save(fields, summary))
         return fields
