@@ -105,6 +105,22 @@ def test_an_episode_digests_the_same_in_any_order_on_a_fresh_or_used_server_and_
     assert all(e.video for e in episodes(evaluation) if e.workload.index == 5)  # it did take the session loop
 
 
+def test_a_digest_is_not_comparable_when_a_clock_ended_the_episode_or_the_env_runs_in_real_time(tenant_a):
+    from evaluations.runs.outcome import completed_fields
+
+    workload = create(tenant_a, cartpole_request()).workloads.get()
+    kw = dict(reward=1.0, steps=10, terminated=False, flag=None, workload=workload, digest="a" * 64)
+    assert completed_fields({}, truncated=False, wall_s=1.0, wall_cap=60.0, **kw)["digest_comparable"] is True
+    ended = completed_fields({}, truncated=True, wall_s=61.0, wall_cap=60.0, **kw)
+    assert (ended["stop_condition"], ended["digest_comparable"]) == ("wall_time", False)
+    assert completed_fields({}, truncated=False, wall_s=1.0, wall_cap=60.0, **dict(kw, digest=""))[
+        "digest_comparable"] is None
+    for web_env in ("miniwob", "shop"):
+        workload.env_version = ImageRepository.objects.get(namespace="prebuilt", name=web_env).current_version
+        fields = completed_fields({}, truncated=False, wall_s=1.0, wall_cap=60.0, **kw)
+        assert (fields["trajectory_digest"], fields["digest_comparable"]) == ("a" * 64, False), web_env
+
+
 def test_a_driver_side_perturbation_changes_the_digest_and_repeats_it(tenant_a):
     task = dict(CARTPOLE_TASK, maxSteps=40, seed=2, episodes=2)
     plain = dict(task)

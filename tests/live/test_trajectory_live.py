@@ -1,7 +1,8 @@
 """One seed, one episode, proven through the platform: the same episodes, run in another order, on a fresh env
 server or after 10 other episodes, with ``workers`` 1 or 3, and submitted again, give the same trajectory digests
-(classic control, MuJoCo and Meta-World with a seeded random policy and a heuristic; LIBERO with the privileged
-expert and random)."""
+(classic control, MuJoCo and Meta-World with the seeded random policy; LIBERO with the privileged expert and the
+seeded random policy). The browser envs (MiniWoB, the shop) cannot promise it and say so: their digests are marked
+not comparable (tests/agents/test_agent_runs_engine.py)."""
 
 from __future__ import annotations
 
