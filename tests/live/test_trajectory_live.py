@@ -81,17 +81,22 @@ def test_classic_mujoco_and_metaworld_episodes_repeat_their_digests_in_any_order
 
 
 @pytest.mark.timeout(1800)
-def test_libero_expert_and_random_episodes_repeat_their_digests_in_any_order_and_worker_count(live):
+def test_libero_expert_and_random_episodes_repeat_their_digests_after_other_episodes_and_on_3_workers(live):
+    """Seeds 10–14 of libero_spatial/9 (the bowl on the cabinet: a scene with fixtures, whose placement the seed
+    decides), for the privileged expert and random: after 10 other episodes on one env server, then again on 3
+    workers, each shard on a fresh server (seed 12 and seed 14 first on theirs). An episode's seeds go up with its
+    index, so this is as far as a request can reorder them; measured beside it, the same seeds as one task per seed
+    in reverse order matched too (docs/using/libero.md). ~8 server starts and 40 episodes: a few minutes quiet."""
     if not (ROOT / ".venv-libero" / "bin" / "python").exists():
         pytest.fail("the LIBERO venv is missing: run scripts/setup-libero.sh (make test does)")
     seeds = [10, 11, 12, 13, 14]
-    # libero_spatial/9 (bowl on the cabinet): a scene with fixtures, whose placement the seed decides
-    tasks = _tasks("prebuilt/libero", "libero_spatial/9", seeds)
-    body = {"name": "digest: LIBERO", "models": ["prebuilt/libero-expert", "prebuilt/random"],
-            "tasks": [tasks[0], tasks[-1]]}  # in order on one server; after 10 others on one server
-    again = {"name": "digest: LIBERO, reversed, 3 workers", "models": body["models"],
-             "tasks": [*tasks[1:-1], dict(tasks[0], workers=3)]}  # one fresh server per seed; 3 workers
-    ids = [_submit(live, body, 1500), _submit(live, again, 1500)]
+    task = {"env": "prebuilt/libero", "taskId": "libero_spatial/9"}
+    models = ["prebuilt/libero-expert", "prebuilt/random"]
+    after_others = {"name": "digest: LIBERO after 10 others", "models": models,
+                    "tasks": [dict(task, seed=0, episodes=15, workers=1)]}
+    on_three = {"name": "digest: LIBERO on 3 workers", "models": models,
+                "tasks": [dict(task, seed=10, episodes=5, workers=3)]}
+    ids = [_submit(live, after_others, 1500), _submit(live, on_three, 1500)]
     by_task = _digests(live, ids, seeds)
-    assert {k[0] for k in by_task} == {"prebuilt/libero-expert", "prebuilt/random"}
-    _check(by_task, seeds, 4, live, ids)
+    assert {k[0] for k in by_task} == set(models)
+    _check(by_task, seeds, 2, live, ids)
