@@ -85,8 +85,8 @@ def test_libero_expert_and_random_episodes_repeat_their_digests_after_other_epis
     """Seeds 10–14 of libero_spatial/9 (the bowl on the cabinet: a scene with fixtures, whose placement the seed
     decides), for the privileged expert and random: after 10 other episodes on one env server, then again on 3
     workers, each shard on a fresh server (seed 12 and seed 14 first on theirs). An episode's seeds go up with its
-    index, so this is as far as a request can reorder them; measured beside it, the same seeds as one task per seed
-    in reverse order matched too (docs/using/libero.md). ~8 server starts and 40 episodes: a few minutes quiet."""
+    index, so this is as far as a request can reorder them (measured beside it: seed 11 alone on a fresh server matched,
+    and in-process, seeds in reverse order matched; docs/using/libero.md). 8 server starts, 40 episodes."""
     if not (ROOT / ".venv-libero" / "bin" / "python").exists():
         pytest.fail("the LIBERO venv is missing: run scripts/setup-libero.sh (make test does)")
     seeds = [10, 11, 12, 13, 14]
