@@ -1,35 +1,36 @@
 """Success table of ``prebuilt/libero-expert`` on LIBERO, in-process (run with ``.venv-libero/bin/python``).
 
-Reproduces the ``prebuilt/libero`` env's episode procedure (LeRobot's LIBERO evaluation): for init state
-``i`` of a task, ``reset()``; ``set_init_state(init_states[i % 50])``; ``SETTLE_STEPS`` steps of LeRobot's dummy
-action (not counted); then at most the suite's step cap of expert actions, stopping at the first step where
-``env.check_success()`` holds. The expert sees ``{"privileged": privileged_observation(env, raw_obs)}``,
-exactly the key the env serves. No rendering (the expert reads no images).
+Runs each episode through the platform's own env class, built as the ``prebuilt/libero`` image builds it
+(``Libero().make(suite, task_index, cameras="none", privileged=True)``, a
+:class:`~evaluations.prebuilt.libero_env.LiberoTaskEnv`), and resets it as the platform does: ``reset(seed=s)``,
+which seeds LIBERO (``env.seed(s)``: NumPy's global RNG, from which the reset samples the fixtures' placement),
+resets, sets init state ``s mod 50`` and steps the ``SETTLE_STEPS`` no-op actions. The policy then acts until the
+episode terminates (the BDDL goal) or is truncated at the suite's step cap. The expert sees the observation the
+env serves. No rendering (the expert reads no images). So a row here is the episode a user gets for that seed.
 
     MUJOCO_GL=egl HOME=/tmp/libero-home .venv-libero/bin/python bench/bench_libero_expert.py \\
-        --suites libero_object libero_spatial --init-states 0-9 [--tasks 0,4,5] [--out results.jsonl]
+        --suites libero_object libero_spatial --init-states 0-9 [--tasks 0,4,5] [--seed-offset 50] [--out results.jsonl]
 
-Prints one line per episode (to stderr), then a per-task and per-suite table of successes, mean steps of the
-successful episodes, and episodes per minute. ``--out`` appends one JSON line per episode as it finishes, and
-``--resume`` skips episodes already in that file; ``--table-from FILE`` only prints the table of a results file.
+Init state ``i`` runs with seed ``i + --seed-offset`` (default 0; seed ``i + 50`` starts from the same init state
+with another fixture placement). Prints one line per episode (to stderr), then a per-task and per-suite table of
+successes, mean steps of the successful episodes, and episodes per minute. Each row carries the episode's
+trajectory digest (:mod:`evaluations.domain.trajectory`), the one the platform records for that episode. ``--out``
+appends one JSON line per episode as it finishes, and ``--resume`` skips episodes already in that file;
+``--table-from FILE`` only prints the table of a results file.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-#: LeRobot's ``TASK_SUITE_MAX_STEPS`` (lerobot/envs/libero.py), the policy's step cap per suite.
-MAX_STEPS = {"libero_spatial": 280, "libero_object": 280, "libero_goal": 300, "libero_10": 520, "libero_90": 400}
-#: LeRobot's ``num_steps_wait`` and ``get_libero_dummy_action()``.
-SETTLE_STEPS = 10
-DUMMY_ACTION = [0, 0, 0, 0, 0, 0, -1]
+from evaluations.domain.trajectory import TrajectoryDigest  # noqa: E402
+from evaluations.prebuilt.libero import MAX_STEPS, NUM_INIT_STATES  # noqa: E402
 
 
 def _indices(spec: str, limit: int) -> list[int]:
@@ -43,31 +44,30 @@ def _indices(spec: str, limit: int) -> list[int]:
 
 
 def make_env(suite_name: str, task_index: int):
-    """LIBERO's ``OffScreenRenderEnv`` for one task, without cameras; returns ``(env, task, init_states)``."""
-    from libero.libero import benchmark, get_libero_path
-    from libero.libero.envs import OffScreenRenderEnv
+    """The platform's env for one task, without cameras, with the privileged state the expert reads."""
+    from evaluations.prebuilt.libero import Libero
 
-    suite = benchmark.get_benchmark_dict()[suite_name]()
-    task = suite.get_task(task_index)
-    bddl = os.path.join(get_libero_path("bddl_files"), task.problem_folder, task.bddl_file)
-    env = OffScreenRenderEnv(bddl_file_name=bddl, camera_heights=128, camera_widths=128, use_camera_obs=False)
-    return env, task, suite.get_task_init_states(task_index)
+    return Libero().make(suite=suite_name, task_index=task_index, cameras="none", privileged=True)
 
 
-def run_episode(env, init_states, init_index: int, max_steps: int, policy) -> tuple[bool, int]:
-    """One episode by the env's procedure; returns ``(success, policy steps taken)``."""
-    from evaluations.prebuilt.libero_privileged import privileged_observation
+def run_episode(env, seed: int, policy) -> dict:
+    """One episode as the platform runs it; returns ``success``, ``steps`` (the policy's), ``init_state`` and the
+    trajectory ``digest`` (the action cast to the action space's float32, as rlmesh delivers it to the env).
+    Measured: the platform recorded the same digest for the same seed (libero_spatial/9, seed 10, 135 steps)."""
+    import numpy as np
 
-    env.reset()
-    raw = env.set_init_state(init_states[init_index % len(init_states)])
-    for _ in range(SETTLE_STEPS):
-        raw, _, _, _ = env.step(DUMMY_ACTION)
-    for step in range(1, max_steps + 1):
-        action = policy({"privileged": privileged_observation(env, raw)})
-        raw, _, _, _ = env.step(action)
-        if env.check_success():
-            return True, step
-    return False, max_steps
+    digest = TrajectoryDigest()
+    obs, info = env.reset(seed=seed)
+    terminated = truncated = False
+    steps = 0
+    while not (terminated or truncated):
+        action = np.asarray(policy(obs), dtype=env.action_space.dtype)
+        next_obs, reward, terminated, truncated, info = env.step(action)
+        digest.step(obs, action, reward, terminated, truncated)
+        obs = next_obs
+        steps += 1
+    return {"success": bool(info["success"]), "steps": steps, "init_state": info["init_state"],
+            "digest": digest.hexdigest()}
 
 
 def _table(rows: list[dict]) -> str:
@@ -93,19 +93,20 @@ def _done(path: Path | None) -> set[tuple[str, int, int]]:
     if path is None or not path.exists():
         return set()
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return {(r["suite"], r["task"], r["init_state"]) for r in rows}
+    return {(r["suite"], r["task"], r.get("seed", r["init_state"])) for r in rows}
 
 
-def _task_episodes(suite: str, task_index: int, todo: list[int], policy, out: Path | None) -> list[dict]:
-    env, task, states = make_env(suite, task_index)
+def _task_episodes(suite: str, task_index: int, seeds: list[int], policy, out: Path | None) -> list[dict]:
+    env = make_env(suite, task_index)
     rows = []
-    for i in todo:
+    for seed in seeds:
         t0 = time.monotonic()
-        success, steps = run_episode(env, states, i, MAX_STEPS[suite], policy)
-        row = {"suite": suite, "task": task_index, "init_state": i, "success": success, "steps": steps,
-               "seconds": round(time.monotonic() - t0, 2), "instruction": task.language}
+        episode = run_episode(env, seed, policy)
+        row = {"suite": suite, "task": task_index, "seed": seed, **episode,
+               "seconds": round(time.monotonic() - t0, 2), "instruction": env.instruction}
         rows.append(row)
-        print(f"{suite}/{task_index} init {i}: {'ok  ' if success else 'FAIL'} {steps} steps {row['seconds']} s",
+        print(f"{suite}/{task_index} seed {seed} (init {row['init_state']}): "
+              f"{'ok  ' if row['success'] else 'FAIL'} {row['steps']} steps {row['seconds']} s {row['digest'][:12]}",
               file=sys.stderr, flush=True)
         if out is not None:
             with out.open("a") as fh:
@@ -115,9 +116,11 @@ def _task_episodes(suite: str, task_index: int, todo: list[int], policy, out: Pa
 
 
 def sweep(
-    suites: list[str], tasks: str, init_states: str, out: Path | None, resume: bool, chunk: int = 50
+    suites: list[str], tasks: str, init_states: str, out: Path | None, resume: bool, chunk: int = 50,
+    seed_offset: int = 0,
 ) -> list[dict]:
-    """Run the episodes; returns their rows (``suite``, ``task``, ``init_state``, ``success``, ``steps``).
+    """Run the episodes; returns their rows (``suite``, ``task``, ``seed``, ``init_state``, ``success``, ``steps``,
+    ``digest``). Init state ``i`` runs with seed ``i + seed_offset``.
 
     Init states go in chunks of ``chunk`` over every task before the next chunk, so a sweep stopped early
     still covers every task.
@@ -128,7 +131,7 @@ def sweep(
     skip = _done(out) if resume else set()
     rows: list[dict] = []
     started = time.monotonic()
-    wanted = _indices(init_states, 50)
+    wanted = [i + seed_offset for i in _indices(init_states, NUM_INIT_STATES)]
     chunks = [wanted[k : k + chunk] for k in range(0, len(wanted), chunk)]
     for part, suite, task_index in [
         (c, s, t) for c in chunks for s in suites for t in _indices(tasks, 90 if s == "libero_90" else 10)
@@ -149,13 +152,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--init-states", default="0-9", help="init state indices: all, or e.g. 0-9")
     parser.add_argument("--out", type=Path, help="append one JSON line per episode to this file")
     parser.add_argument("--resume", action="store_true", help="skip the episodes already in --out")
+    parser.add_argument("--seed-offset", type=int, default=0,
+                        help="init state i runs with seed i + this (a multiple of 50: same init states)")
     parser.add_argument("--chunk", type=int, default=50, help="init states per task before the next task")
     parser.add_argument("--table-from", type=Path, help="print the table of a results file and exit")
     args = parser.parse_args(argv)
     if args.table_from:
         rows = [json.loads(line) for line in args.table_from.read_text().splitlines() if line.strip()]
     else:
-        rows = sweep(args.suites, args.tasks, args.init_states, args.out, args.resume, args.chunk)
+        rows = sweep(args.suites, args.tasks, args.init_states, args.out, args.resume, args.chunk,
+                     args.seed_offset)
     print(_table(rows))
 
 

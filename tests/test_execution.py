@@ -13,7 +13,7 @@ from evaluations.runs import lifecycle as svc
 from evaluations.runs import loop as execution
 from evaluations.runs import reaper, workers
 from evaluations.planning import plan_evaluation
-from tests.conftest import cartpole_request
+from tests.conftest import CARTPOLE_TASK, cartpole_request
 
 pytestmark = pytest.mark.django_db
 
@@ -61,6 +61,10 @@ def test_random_baseline_is_reproducible_from_the_seed(tenant_a):
     a, b = episodes(first), episodes(second)
     assert [(e.seed, e.steps, e.reward) for e in a] == [(e.seed, e.steps, e.reward) for e in b]
     assert not any(e.success for e in a) and all(e.stop_condition == "terminated" for e in a)
+    # the trajectory digest says it bit for bit: the same per seed, another for every other seed
+    assert [e.trajectory_digest for e in a] == [e.trajectory_digest for e in b]
+    assert len({e.trajectory_digest for e in a}) == 4 and all(len(e.trajectory_digest) == 64 for e in a)
+    assert all(e.digest_comparable is True for e in a)
 
 
 def test_sharding_never_changes_which_episodes_run(tenant_a):
@@ -73,6 +77,58 @@ def test_sharding_never_changes_which_episodes_run(tenant_a):
     run_all(whole)
     run_all(split)
     assert [(e.index, e.seed, e.steps) for e in episodes(whole)] == [(e.index, e.seed, e.steps) for e in episodes(split)]
+    assert [e.trajectory_digest for e in episodes(whole)] == [e.trajectory_digest for e in episodes(split)]
+
+
+def test_an_episode_digests_the_same_in_any_order_on_a_fresh_or_used_server_and_on_either_loop(tenant_a):
+    """Seeds 3–5 of the CartPole heuristic: in order on one server, in reverse order each on a fresh server, after
+    3 other episodes on a used server, and recorded (the session loop, rendering) all give the same digests; a
+    60-step cap keeps it quick."""
+    task = dict(CARTPOLE_TASK, maxSteps=60)
+    body = cartpole_request(tasks=[
+        dict(task, seed=3, episodes=3),
+        *[dict(task, seed=seed, episodes=1) for seed in (5, 4, 3)],
+        dict(task, seed=0, episodes=6),
+        dict(task, seed=3, episodes=3, record="all"),
+    ])
+    evaluation = create(tenant_a, body)
+    run_all(evaluation)
+    by_workload: dict[int, dict[int, str]] = {}
+    for e in episodes(evaluation):
+        assert e.status == "completed" and len(e.trajectory_digest) == 64, e.error
+        by_workload.setdefault(e.workload.index, {})[e.seed] = e.trajectory_digest
+    in_order = by_workload[0]
+    assert len(set(in_order.values())) == 3
+    assert {**by_workload[1], **by_workload[2], **by_workload[3]} == in_order
+    assert {s: d for s, d in by_workload[4].items() if s >= 3} == in_order
+    assert by_workload[5] == in_order
+    assert all(e.video for e in episodes(evaluation) if e.workload.index == 5)  # it did take the session loop
+
+
+def test_a_digest_is_not_comparable_when_a_clock_ended_the_episode_or_the_env_runs_in_real_time(tenant_a):
+    from evaluations.runs.outcome import completed_fields
+
+    workload = create(tenant_a, cartpole_request()).workloads.get()
+    kw = dict(reward=1.0, steps=10, terminated=False, flag=None, workload=workload, digest="a" * 64)
+    assert completed_fields({}, truncated=False, wall_s=1.0, wall_cap=60.0, **kw)["digest_comparable"] is True
+    ended = completed_fields({}, truncated=True, wall_s=61.0, wall_cap=60.0, **kw)
+    assert (ended["stop_condition"], ended["digest_comparable"]) == ("wall_time", False)
+    assert completed_fields({}, truncated=False, wall_s=1.0, wall_cap=60.0, **dict(kw, digest=""))[
+        "digest_comparable"] is None
+    for web_env in ("miniwob", "shop"):
+        workload.env_version = ImageRepository.objects.get(namespace="prebuilt", name=web_env).current_version
+        fields = completed_fields({}, truncated=False, wall_s=1.0, wall_cap=60.0, **kw)
+        assert (fields["trajectory_digest"], fields["digest_comparable"]) == ("a" * 64, False), web_env
+
+
+def test_a_driver_side_perturbation_changes_the_digest_and_repeats_it(tenant_a):
+    task = dict(CARTPOLE_TASK, maxSteps=40, seed=2, episodes=2)
+    plain = dict(task)
+    noisy = dict(task, perturbation="obs_noise:0.5")
+    evaluation = create(tenant_a, cartpole_request(tasks=[plain, noisy, noisy]))
+    run_all(evaluation)
+    digests = [[e.trajectory_digest for e in episodes(evaluation) if e.workload.index == w] for w in range(3)]
+    assert digests[1] == digests[2] and digests[1] != digests[0]
 
 
 def test_a_redelivered_shard_neither_duplicates_nor_loses_episodes(tenant_a):

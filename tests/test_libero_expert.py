@@ -323,25 +323,26 @@ def _libero(code: str, timeout: float = 300) -> str:
 
 @needs_libero_venv
 def test_the_expert_solves_a_real_libero_object_episode():
-    """libero_object task 0 (alphabet soup → basket), init state 0, by the env's episode procedure."""
+    """libero_object task 0 (alphabet soup → basket), seed 0 (init state 0), through the platform's env class as the
+    bench runs it; the same seed again on the same env is the same episode, digest for digest."""
     out = _libero("""
         import sys
         sys.path.insert(0, "bench")
         import bench_libero_expert as b
         from rlmesh.spaces import from_gymnasium_space
         from evaluations.prebuilt.libero_expert import LiberoExpert
-        from evaluations.prebuilt.libero_privileged import privileged_space, privileged_observation
-        env, task, states = b.make_env("libero_object", 0)
-        env.reset()
-        raw = env.set_init_state(states[0])
-        space, obs = privileged_space(env), privileged_observation(env, raw)
-        assert space.contains(obs) and from_gymnasium_space(space).contains(obs)
-        assert obs["goal"] == "in alphabet_soup_1 basket_1_contain_region", obs["goal"]
-        success, steps = b.run_episode(env, states, 0, b.MAX_STEPS["libero_object"], LiberoExpert().predict)
-        print("RESULT", success, steps)
+        env = b.make_env("libero_object", 0)
+        obs, info = env.reset(seed=0)
+        space = env.observation_space["privileged"]
+        assert space.contains(obs["privileged"]) and from_gymnasium_space(space).contains(obs["privileged"])
+        assert obs["privileged"]["goal"] == "in alphabet_soup_1 basket_1_contain_region", obs["privileged"]["goal"]
+        first = b.run_episode(env, 0, LiberoExpert().predict)
+        again = b.run_episode(env, 0, LiberoExpert().predict)
+        print("RESULT", first["success"], first["steps"], first["init_state"], first["digest"] == again["digest"])
     """)
     result = [line for line in out.splitlines() if line.startswith("RESULT")][-1].split()
-    assert result[1] == "True" and int(result[2]) < 280, out[-2000:]
+    assert result[1] == "True" and int(result[2]) < 280 and result[3] == "0", out[-2000:]
+    assert result[4] == "True", "the same seed on the same env gave another trajectory"
 
 
 @needs_libero_venv

@@ -133,6 +133,8 @@ def _episode_dict(e, public_id: str) -> dict:
         "wallMs": e.wall_ms,
         "predictMs": e.predict_ms,
         "stepMs": e.step_ms,
+        "trajectoryDigest": e.trajectory_digest or None,
+        "digestComparable": e.digest_comparable if e.trajectory_digest else None,
         "startedAt": e.started_at,
         "finishedAt": e.finished_at,
     }

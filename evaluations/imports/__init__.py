@@ -12,6 +12,7 @@ zip of ``result.json`` plus the media it references::
                     "episodes": [{"index": int, "seed": int|null, "steps": int, "reward": float,
                                   "terminated": bool, "truncated": bool, "success": bool|null,
                                   "durationS": float (seconds), "includedInMetrics": bool,
+                                  "trajectoryDigest": 64 hex characters (optional, not written by rlmesh),
                                   "media": [{"camera", "kind": "video", "path", "format": "mp4",
                                              "frameCount", "width", "height", "fps"}]}]}]}
 

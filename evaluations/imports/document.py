@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import zipfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from ..choices import EpisodeStatus, SuccessSource
+from ..choices import EpisodeStatus, StopCondition, SuccessSource
 from ..domain.outcomes import criterion_problems, episode_success, stop_condition
 from ..domain.scoring import split_task_id
 from ..planning import MAX_JSON_DEPTH, check_json_values
@@ -27,6 +28,7 @@ __all__ = ["BundlePlan", "UNSEEDED", "parse_result", "validate"]
 
 SCHEMA = "rlmesh.result.v1"
 UNSEEDED = -1
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 @dataclass
@@ -169,7 +171,21 @@ def _check_episode(ep, epath: str, check: Checker, seen: dict[int, int], positio
         "flag": check.boolean(ep, "success", epath, required=False, nullable=True),
         "duration": check.number(ep, "durationS", epath, required=False, low=0),
         "included": check.boolean(ep, "includedInMetrics", epath, required=False, default=True),
+        "digest": _digest(ep, epath, check),
     }
+
+
+def _digest(ep: dict, epath: str, check: Checker) -> str:
+    """The episode's optional ``trajectoryDigest`` (64 hex characters, :mod:`evaluations.domain.trajectory`), lowercase;
+    "" when absent or null (rlmesh's Recorder writes none)."""
+    value = ep.get("trajectoryDigest")
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not _HEX64.fullmatch(value):
+        check.add(f"{epath}.trajectoryDigest", f"must be 64 hex characters (a SHA-256) or null, got {type_name(value)}"
+                  + (f" of {len(value)} characters" if isinstance(value, str) else ""))
+        return ""
+    return value.lower()
 
 
 def _outcome(v: dict, workload: PlannedWorkload) -> dict:
@@ -184,6 +200,8 @@ def _outcome(v: dict, workload: PlannedWorkload) -> dict:
         "reward": v["reward"], "success": success, "success_source": source, "steps": v["steps"],
         "terminated": v["terminated"], "truncated": v["truncated"], "stop_condition": stop,
         "wall_ms": v["duration"] * 1000 if v["duration"] is not None else None,
+        "trajectory_digest": v["digest"],
+        "digest_comparable": stop != StopCondition.WALL_TIME if v["digest"] else None,
     }
 
 

@@ -229,6 +229,12 @@ class Episode(models.Model):
     #: The checks that decided the outcome: ``[{"name", "kind", "passed", "score", "detail"}]`` (MiniWoB: ``page_reward``
     #: of kind ``page``; the shop: its state checks, kind ``state`` with the ``check``; an open run's ``judge``).
     verifiers = models.JSONField(default=list, blank=True)
+    #: SHA-256 (64 hex characters) over the episode's observations, actions, rewards and end flags in a canonical
+    #: encoding (domain.trajectory); empty when unknown (an errored episode, an import without one, older rows).
+    trajectory_digest = models.CharField(max_length=64, blank=True, default="")
+    #: Whether ``trajectory_digest`` can be compared with another run's: False when the env declares its trajectory
+    #: depends on timing (prebuilt.catalog.TRAJECTORY_LABEL) or the wall-time cap ended the episode; None: no digest.
+    digest_comparable = models.BooleanField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(default=timezone.now)
 

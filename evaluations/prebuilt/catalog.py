@@ -41,6 +41,12 @@ READY_LABEL = "dev.rlmesh.platform.ready-seconds"
 #: start to ready), ``resetSeconds`` (per episode), ``stepsPerSecond`` (unrendered), ``imageStepsPerSecond`` (with
 #: image observations: a make kwarg ``cameras`` other than ``none``) and ``renderSeconds`` (per video frame).
 PACE_LABEL = "dev.rlmesh.platform.env-pace"
+#: Version label of an env whose episodes are not fixed by (task, seed, model, the model's seed) because they depend
+#: on wall-clock timing (a web page's scripts and timers run in real time): value ``timing``. Its episodes' trajectory
+#: digests (``domain.trajectory``) are still recorded but marked not comparable (``Episode.digest_comparable``).
+TRAJECTORY_LABEL = "dev.rlmesh.platform.trajectory"
+#: The one value of ``TRAJECTORY_LABEL``.
+TIMING_DEPENDENT = "timing"
 PACE_KEYS = ("startSeconds", "resetSeconds", "stepsPerSecond", "imageStepsPerSecond", "renderSeconds")
 
 #: What success means on the scenarios whose env reports its own flag: the flag (declared, so the preview knows).
@@ -66,6 +72,8 @@ class PrebuiltImage:
     ready_seconds: int = 0
     #: For an env: its measured pace (``PACE_LABEL``); empty: the settings' estimates.
     pace: dict = field(default_factory=dict)
+    #: For an env: ``TIMING_DEPENDENT`` when its trajectories depend on wall-clock timing (``TRAJECTORY_LABEL``).
+    trajectory: str = ""
 
     @property
     def labels(self) -> dict:
@@ -78,6 +86,8 @@ class PrebuiltImage:
             labels[READY_LABEL] = str(self.ready_seconds)
         if self.pace:
             labels[PACE_LABEL] = json.dumps(self.pace, sort_keys=True)
+        if self.trajectory:
+            labels[TRAJECTORY_LABEL] = self.trajectory
         return labels
 
     @property
@@ -88,7 +98,7 @@ class PrebuiltImage:
             "scenarios": self.scenarios,
             "checkpoints": self.checkpoints,
             **({"envs": list(self.envs)} if self.envs else {}),
-            **({"labels": self.labels} if self.observes or self.memory_bytes or self.ready_seconds or self.pace else {}),
+            **({"labels": self.labels} if self.labels.keys() - {ENVS_LABEL} else {}),
             "rlmesh": rlmesh.__version__ if hasattr(rlmesh, "__version__") else "0.1.0",
         }
         h.update(json.dumps(payload, sort_keys=True).encode())
@@ -111,6 +121,13 @@ def declared_memory(version) -> int:
         return max(0, int((version.labels or {}).get(MEMORY_LABEL) or 0))
     except (TypeError, ValueError):
         return 0
+
+
+def trajectory_comparable(version) -> bool:
+    """Whether episodes of an env version can be compared by trajectory digest: False when it declares
+    ``TRAJECTORY_LABEL: timing`` (its trajectories depend on wall-clock timing), True otherwise (no version: True)."""
+    labels = (version.labels or {}) if version is not None else {}
+    return str(labels.get(TRAJECTORY_LABEL, "")).strip().lower() != TIMING_DEPENDENT
 
 
 def declared_pace(version) -> dict[str, float]:
@@ -336,6 +353,8 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         description="MiniWoB++ web tasks in headless Chromium, acted on with tool calls (click, type_text, "
         "press_key, wait, finish); for agents served at an endpoint (the /agents API) and rlmesh models alike.",
         scenarios=_miniwob_scenarios(),
+        # the page's scripts and timers run in real time: the same actions at other moments can see another page
+        trajectory=TIMING_DEPENDENT,
     ),
     PrebuiltImage(
         name="shop",
@@ -345,6 +364,7 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         "50 user profiles, in headless Chromium with MiniWoB's tools; 120 tasks with state verifiers, and open "
         "runs (a free-text task_definition, judged by request verifiers or a judge endpoint).",
         scenarios=_shop_scenarios(),
+        trajectory=TIMING_DEPENDENT,  # a web page in Chromium, as MiniWoB
     ),
     PrebuiltImage(
         name="agent-endpoint",

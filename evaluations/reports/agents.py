@@ -135,6 +135,8 @@ def result_of(e: Episode, run_id) -> dict:
         "endpoint_ms": agent.get("endpointMs"), "retry_ms": agent.get("retryMs"),
         "retry_after_ms": agent.get("retryAfterMs"), "tool_call_errors": dict(agent.get("toolCallErrors") or {}),
         "transcript_url": f"/evaluations/run/{run_id}/transcripts/{rid}" if e.transcript else None,
+        "trajectory_digest": e.trajectory_digest or None,
+        "digest_comparable": e.digest_comparable if e.trajectory_digest else None,
     }
 
 
@@ -145,7 +147,7 @@ def _not_run(run_id, w, index: int) -> dict:
             "is_truncated": False, "stop_condition": "cancelled", "verifiers": [],
             "error": "not run: the run was cancelled", "seed": w.seed_for(index), "steps": 0, "usage": None,
             "usage_missing_steps": 0, "endpoint_ms": None, "retry_ms": None, "retry_after_ms": None,
-            "tool_call_errors": {}, "transcript_url": None}
+            "tool_call_errors": {}, "transcript_url": None, "trajectory_digest": None, "digest_comparable": None}
 
 
 def _current(evaluation: Evaluation, recorded: set) -> tuple[str | None, str | None]:

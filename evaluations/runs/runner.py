@@ -17,6 +17,7 @@ from django.utils import timezone
 from ..choices import LogLevel
 from ..domain import perturbations
 from ..domain.scoring import histogram_add
+from ..domain.trajectory import TrajectoryDigest
 from ..models import Evaluation, Shard, Workload
 from ..planning.rendering import host_memory_bytes, memory_fraction
 from ..prebuilt.catalog import declared_memory, ready_timeout
@@ -33,7 +34,8 @@ __all__ = ["ShardRunner"]
 
 
 class _LatencyHooks:
-    """Collects per-step predict/step latencies into log-bucketed histograms (see domain.scoring)."""
+    """Collects per-step predict/step latencies into log-bucketed histograms (see domain.scoring) and the episode's
+    trajectory digest (domain.trajectory: each step's pre-step observation, action, reward and end flags)."""
 
     def __init__(self):
         import rlmesh
@@ -43,10 +45,12 @@ class _LatencyHooks:
                 super().__init__()
                 inner.predict: dict[str, int] = {}
                 inner.step: dict[str, int] = {}
+                inner.digest = TrajectoryDigest()
 
             def on_step(inner, event):
                 histogram_add(inner.predict, event.predict_ms)
                 histogram_add(inner.step, event.step_ms)
+                inner.digest.step(event.observation, event.action, event.reward, event.terminated, event.truncated)
 
         self.hooks = Hooks()
 
@@ -254,6 +258,7 @@ class ShardRunner:
             base, reward=ep.reward, steps=ep.steps, terminated=ep.terminated, truncated=ep.truncated, flag=ep.success,
             workload=self.workload, wall_s=time.monotonic() - t0, wall_cap=wall_cap, episode_s=ep.duration_s,
             predict_ms=ep.predict_ms, step_ms=ep.step_ms, latency={"predict": hooks.predict, "step": hooks.step},
+            digest=hooks.digest.hexdigest(),
         ))
 
     def failed(self, base: dict, exc: Exception, t0: float) -> EpisodeOutcome:

@@ -10,6 +10,7 @@ import time
 from ..domain.outcomes import STEP_BOUND, env_success_flag
 from ..domain.perturbations import Perturber
 from ..domain.scoring import histogram_add
+from ..domain.trajectory import TrajectoryDigest
 from . import recording
 from .outcome import EpisodeOutcome, close_quietly, completed_fields
 
@@ -78,15 +79,18 @@ def with_time_left(obs, deadline: float):
     return {**obs, "meta": json.dumps({**meta, "timeLeftSeconds": round(deadline - time.monotonic(), 3)})}
 
 
-def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, *, seed: int, max_steps: int | None,
-          deadline: float, hook=None) -> tuple[int, float, bool, bool, dict]:
+def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, digest: TrajectoryDigest, *, seed: int,
+          max_steps: int | None, deadline: float, hook=None) -> tuple[int, float, bool, bool, dict]:
     """Step until the env ends the episode or a cap (``max_steps``, rlmesh's step bound, the monotonic ``deadline``)
-    truncates it; return ``(steps, return, terminated, truncated, last info)``. ``hook`` (an agent rollout's
-    :class:`~evaluations.runs.transcripts.TranscriptRecorder`) sees the reset and every step.
+    truncates it; return ``(steps, return, terminated, truncated, last info)``. ``digest`` gets each step as
+    ``rlmesh.run``'s hooks report it (the env's observation before the step, the action the env received, the
+    step's reward and flags, ``truncated`` set at the step cap), so both loops digest an episode alike.
+    ``hook`` (an agent rollout's :class:`~evaluations.runs.transcripts.TranscriptRecorder`) sees the reset and every
+    step.
 
     The deadline holds during a model call too: an agent's call is told the time left (:func:`with_time_left`;
     the bridge ends it then, its connection closed), and an action that comes back after the deadline is never
-    executed: the episode ends truncated there (``hook.on_deadline`` records the call)."""
+    executed (nor digested): the episode ends truncated there (``hook.on_deadline`` records the call)."""
     obs, info = session.reset(seed=seed)
     frames.grab(obs)
     if hook is not None:
@@ -105,12 +109,16 @@ def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, *, 
                 if hook is not None:
                     hook.on_deadline(steps + 1, action, predict_ms=predict_ms)
                 return steps, total, terminated, True, info
+        sent = perturber.action(action)
         s0 = time.perf_counter()
-        obs, reward, terminated, truncated, info = session.step(perturber.action(action))
+        prev_obs = obs
+        obs, reward, terminated, truncated, info = session.step(sent)
         step_ms = (time.perf_counter() - s0) * 1000
         timings.add("step", step_ms)
         steps += 1
         total += float(reward)
+        capped = steps >= (max_steps or STEP_BOUND) and not (terminated or truncated)  # rlmesh's step cap
+        digest.step(prev_obs, sent, reward, terminated, truncated or capped)
         frames.grab(obs)
         if hook is not None:
             hook.on_step(steps, action, obs, reward, terminated, truncated, info, predict_ms=predict_ms,
@@ -130,6 +138,7 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
     workload = runner.workload
     render = recording.renders(workload.record, index)
     timings = _Timings()
+    digest = TrajectoryDigest()
     t0 = time.monotonic()
     env_client = None
     try:
@@ -138,8 +147,8 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
         perturber = Perturber(runner.perturbation, seed, env_client.action_space)
         with rlmesh.session(model, env_client) as session:
             steps, total, terminated, truncated, info = _loop(
-                session, perturber, frames, timings, seed=seed, max_steps=workload.max_steps, deadline=t0 + wall_cap,
-                hook=hook)
+                session, perturber, frames, timings, digest, seed=seed, max_steps=workload.max_steps,
+                deadline=t0 + wall_cap, hook=hook)
     except Exception as exc:  # noqa: BLE001 - as on the plain path: this episode fails, not the shard
         outcome = runner.failed(base, exc, t0)
         if hook is not None:
@@ -150,7 +159,8 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
         close_quietly(env_client)
     fields = completed_fields(
         base, reward=total, steps=steps, terminated=terminated, truncated=truncated, flag=env_success_flag(info),
-        workload=workload, wall_s=time.monotonic() - t0, wall_cap=wall_cap, **timings.fields(),
+        workload=workload, wall_s=time.monotonic() - t0, wall_cap=wall_cap, digest=digest.hexdigest(),
+        **timings.fields(),
     )
     if render and recording.keeps(workload.record, fields["success"]):
         name = f"episodes/{runner.evaluation.public_id}/w{workload.index:03d}-e{index:05d}.mp4"

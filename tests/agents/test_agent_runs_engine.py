@@ -52,6 +52,8 @@ def test_the_reference_agent_passes_through_the_engine_with_transcripts(tenant_a
         assert (r["task_passed"], r["task_outcome"], r["stop_condition"], r["is_completed"]) == \
             (True, "pass", "terminal_action", True), r
         assert r["reward"] == 1.0 and r["usage"]["total_tokens"] > 0 and r["endpoint_ms"] > 0
+        # a web page runs in real time: the digest is recorded, marked not comparable (the env's catalog label)
+        assert len(r["trajectory_digest"]) == 64 and r["digest_comparable"] is False
         assert r["verifiers"] == [{"name": "page_reward", "kind": "page", "passed": True, "score": 1.0, "detail": pytest.approx(
             r["verifiers"][0]["detail"])}]
     assert doc["usage"]["total_tokens"] == sum(r["usage"]["total_tokens"] for r in results)

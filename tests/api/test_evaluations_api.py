@@ -504,6 +504,17 @@ def test_episodes_are_listed_in_pages_and_filtered(api, tenant_b):
     assert tenant_b.client().get(f"/v1/evaluations/{eid}/episodes").status_code == 404
 
 
+def test_episodes_carry_their_trajectory_digest_and_whether_it_compares(api):
+    eid = submit(api)
+    _fake_episodes(eid, [(True, 500.0), (False, 20.0), (True, 500.0)])
+    digest = "ab" * 32
+    Episode.objects.filter(evaluation__public_id=eid, index=0).update(trajectory_digest=digest, digest_comparable=True)
+    Episode.objects.filter(evaluation__public_id=eid, index=1).update(trajectory_digest=digest, digest_comparable=False)
+    items = api.get(f"/v1/evaluations/{eid}/episodes").json()["items"]
+    assert [(e["trajectoryDigest"], e["digestComparable"]) for e in items] == [
+        (digest, True), (digest, False), (None, None)]
+
+
 def test_logs_list_the_evaluation_history(api):
     eid = submit(api)
     items = api.get(f"/v1/evaluations/{eid}/logs").json()["items"]

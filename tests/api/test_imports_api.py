@@ -218,6 +218,19 @@ def test_warm_up_episodes_are_skipped_and_unseeded_ones_flagged(api, media_root)
     assert any("without a seed" in w for w in body["warnings"])
 
 
+def test_a_trajectory_digest_in_a_bundle_is_kept_and_a_bundle_without_one_imports(api, media_root):
+    plain = upload(api, FIXTURE.read_bytes()).json()
+    items = api.get(f"/v1/evaluations/{plain['id']}/episodes").json()["items"]
+    assert {(e["trajectoryDigest"], e["digestComparable"]) for e in items} == {(None, None)}
+    doc = fixture_doc()
+    digest = hashlib.sha256(b"episode 0").hexdigest()
+    doc["workloads"][0]["episodes"][0]["trajectoryDigest"] = digest.upper()
+    doc["workloads"][0]["episodes"][1]["trajectoryDigest"] = None
+    body = upload(api, make_bundle(doc)).json()
+    items = api.get(f"/v1/evaluations/{body['id']}/episodes").json()["items"]
+    assert [(e["trajectoryDigest"], e["digestComparable"]) for e in items][:2] == [(digest, True), (None, None)]
+
+
 def test_importing_the_same_bundle_again_is_a_409_naming_the_first_import(api, media_root):
     first = upload(api, FIXTURE.read_bytes()).json()["id"]
     before = snapshot(media_root)
@@ -286,6 +299,9 @@ INVALID_BUNDLES = {
     "terminated an int": (lambda: _doc_with(["workloads", 0, "episodes", 0, "terminated"], 1), f"{EP}[0].terminated", "true or false"),
     "success a string": (lambda: _doc_with(["workloads", 0, "episodes", 0, "success"], "yes"), f"{EP}[0].success", "true or false or null"),
     "episode not an object": (lambda: _doc_with(["workloads", 0, "episodes", 0], 3), f"{EP}[0]", "object"),
+    "digest not hex": (lambda: _doc_with(["workloads", 0, "episodes", 0, "trajectoryDigest"], "z" * 64), f"{EP}[0].trajectoryDigest", "64 hex characters"),
+    "digest too short": (lambda: _doc_with(["workloads", 0, "episodes", 0, "trajectoryDigest"], "ab" * 8), f"{EP}[0].trajectoryDigest", "of 16 characters"),
+    "digest a number": (lambda: _doc_with(["workloads", 0, "episodes", 0, "trajectoryDigest"], 12), f"{EP}[0].trajectoryDigest", "got an integer"),
     "duplicate index": (lambda: _doc_with(["workloads", 0, "episodes", 1, "index"], 0), f"{EP}[1].index", "repeats"),
     "numEpisodes disagrees": (lambda: _doc_with(["workloads", 0, "numEpisodes"], 3), "result.json$.workloads[0].numEpisodes", "lists 2"),
     "unknown criterion": (lambda: _doc_with(["workloads", 0, "config", "successCriterion"], {"kind": "vibes"}), "result.json$.workloads[0].config.successCriterion.kind", "survived"),

@@ -92,6 +92,20 @@ def test_episodes_tab_filters_sorts_and_paginates(web, tenant_a):
     assert "page 3 of 3" in last
 
 
+def test_episodes_tab_shows_a_digest_prefix_with_the_full_digest_on_hover(web, tenant_a):
+    from evaluations.models import Episode
+
+    evaluation = submit(tenant_a)
+    add_episodes(evaluation, [("completed", True, 500.0), ("completed", True, 500.0), ("error", None, None)])
+    digest = "0123456789ab" + "f" * 52
+    Episode.objects.filter(evaluation=evaluation, index=0).update(trajectory_digest=digest, digest_comparable=True)
+    Episode.objects.filter(evaluation=evaluation, index=1).update(trajectory_digest="e" * 64, digest_comparable=False)
+    html = web.get(f"/evaluations/{evaluation.public_id}/episodes", HTTP_HX_REQUEST="true").content.decode()
+    assert f'<code title="{digest}">0123456789ab</code>' in html
+    assert f'<code title="{"e" * 64} (not comparable: the env' in html and "not comparable</span>" in html
+    assert html.count("not comparable</span>") == 1
+
+
 def test_configuration_shows_raw_request_exactly_and_warns_about_env_vars(web, tenant_a):
     raw = '{"models":[{"model":"prebuilt/random","envVars":{"TOKEN":"s3cr<et>"}}],\n  "tasks":[{"env":"prebuilt/classic-control","taskId":"classic/CartPole-v1","episodes":1}]}'
     evaluation = submit(tenant_a, json.loads(raw), raw=raw)

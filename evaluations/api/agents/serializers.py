@@ -76,6 +76,12 @@ class AgentResultSerializer(serializers.Serializer):
         "extension: unreadable replies by name (no_tool_call, unparsed_tool_call, multiple_tool_calls, "
         "tool_call_in_content, tool_call_in_reasoning, invalid_tool_call)"))
     transcript_url = serializers.CharField(allow_null=True, help_text="extension: relative to /agents")
+    trajectory_digest = serializers.CharField(allow_null=True, help_text=(
+        "extension: SHA-256 over the rollout's observations, actions, rewards and end flags (as trajectoryDigest "
+        "on /v1 episodes); null when not recorded"))
+    digest_comparable = serializers.BooleanField(allow_null=True, help_text=(
+        "extension: false for the browser envs (MiniWoB, the shop), whose pages run in real time, so the same "
+        "actions need not give the same rollout twice; null without a digest"))
 
 
 class AgentEvaluationResultsSerializer(serializers.Serializer):

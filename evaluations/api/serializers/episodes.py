@@ -46,6 +46,15 @@ class EpisodeSerializer(serializers.Serializer):
     wallMs = serializers.FloatField(allow_null=True)  # noqa: N815
     predictMs = serializers.FloatField(allow_null=True, help_text="mean per-step model predict latency")  # noqa: N815
     stepMs = serializers.FloatField(allow_null=True, help_text="mean per-step env step latency")  # noqa: N815
+    trajectoryDigest = serializers.CharField(  # noqa: N815
+        allow_null=True, help_text="SHA-256 (64 hex characters) over the episode's observations (camera frames by "
+        "shape only), actions, rewards and end flags in a canonical encoding: the same task, seed, model and model "
+        "seed give the same digest, whatever the worker count, episode order or host. Null when unknown (an errored "
+        "or imported episode without one)")
+    digestComparable = serializers.BooleanField(  # noqa: N815
+        allow_null=True, help_text="false when the digest cannot be compared with another run's: the env declares "
+        "its episodes depend on wall-clock timing (browser envs), or the episode wall-time cap ended it; null "
+        "without a digest")
     startedAt = serializers.DateTimeField(allow_null=True)  # noqa: N815
     finishedAt = serializers.DateTimeField()  # noqa: N815
 
