@@ -129,3 +129,25 @@ def _cancel_left_running(request):
 def platform(request):
     """An end-to-end test runs on both setups: the embedded default and PostgreSQL + Redis with three workers."""
     return request.getfixturevalue("live" if request.param == "sqlite" else "live_pg")
+
+
+#: Minutes the simulator-heavy tests (marker ``slow``) may take in all on a quiet 2-core machine
+#: (docs/working/tests.md): they share the suite's 45-minute figure with everything else.
+SLOW_BUDGET_MINUTES = float(os.environ.get("RLMESH_SLOW_BUDGET_MINUTES", "15"))
+_slow_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    if "slow" in report.keywords:
+        _slow_seconds[report.nodeid] = _slow_seconds.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line after the run: what the ``slow`` tests took of their budget (printed, never a failure: a loaded
+    host is slower, and a timed assertion would fail right work)."""
+    if not _slow_seconds:
+        return
+    minutes = sum(_slow_seconds.values()) / 60
+    over = f"; OVER BUDGET by {minutes - SLOW_BUDGET_MINUTES:.1f} min" if minutes > SLOW_BUDGET_MINUTES else ""
+    terminalreporter.write_line(f"slow tests (LIBERO, Meta-World, SmolVLA): {len(_slow_seconds)} took {minutes:.1f} min "
+                                f"of their {SLOW_BUDGET_MINUTES:g}-minute budget{over}")

@@ -8,7 +8,7 @@ import pytest
 
 from tests.live.conftest import ROOT
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 EXAMPLE = ROOT / "examples" / "libero.json"
 

@@ -7,7 +7,7 @@ import pytest
 
 from tests.live.conftest import ROOT
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 MT10 = ROOT / "examples" / "metaworld-mt10.json"
 SWEEP = ROOT / "examples" / "metaworld-noise-sweep.json"

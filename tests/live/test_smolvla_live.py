@@ -13,7 +13,7 @@ from tests.live.conftest import ROOT
 from tests.support.live import LivePlatform
 from tests.support.smolvla import LEROBOT_PYTHON, build_tiny_checkpoint
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 SEED = {"models": [{"model": "prebuilt/smolvla/libero"}],
         "tasks": [{"taskId": "libero_goal/0", "env": "prebuilt/libero", "episodes": 5}], "tags": {"team": "robotics"}}

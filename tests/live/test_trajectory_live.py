@@ -80,17 +80,19 @@ def test_classic_mujoco_and_metaworld_episodes_repeat_their_digests_in_any_order
     _check(by_task, seeds, 2 * 3, live, [first, again])  # 3 tasks hold each seed, in both submissions
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_libero_expert_and_random_episodes_repeat_their_digests_after_other_episodes_and_on_3_workers(live):
     """Seeds 10–14 of libero_spatial/9 (the bowl on the cabinet: a scene with fixtures, whose placement the seed
     decides), for the privileged expert and random: after 10 other episodes on one env server, then again on 3
     workers, each shard on a fresh server (seed 12 and seed 14 first on theirs). An episode's seeds go up with its
     index, so this is as far as a request can reorder them (measured beside it: seed 11 alone on a fresh server matched,
-    and in-process, seeds in reverse order matched; docs/using/libero.md). 8 server starts, 40 episodes."""
+    and in-process, seeds in reverse order matched; docs/using/libero.md). 8 server starts, 40 episodes of 60 steps
+    (the first 60 steps decide as much as 220 do: a digest covers every step, and it keeps the slow budget)."""
     if not (ROOT / ".venv-libero" / "bin" / "python").exists():
         pytest.fail("the LIBERO venv is missing: run scripts/setup-libero.sh (make test does)")
     seeds = [10, 11, 12, 13, 14]
-    task = {"env": "prebuilt/libero", "taskId": "libero_spatial/9"}
+    task = {"env": "prebuilt/libero", "taskId": "libero_spatial/9", "maxSteps": 60}
     models = ["prebuilt/libero-expert", "prebuilt/random"]
     after_others = {"name": "digest: LIBERO after 10 others", "models": models,
                     "tasks": [dict(task, seed=0, episodes=15, workers=1)]}
