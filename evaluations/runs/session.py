@@ -10,6 +10,7 @@ from ..domain.outcomes import STEP_BOUND, env_success_flag
 from ..domain.perturbations import Perturber
 from ..domain.scoring import histogram_add
 from . import recording
+from .steps import StepRecorder
 from .outcome import EpisodeOutcome, close_quietly, completed_fields
 
 __all__ = ["run_session_episode"]
@@ -23,12 +24,7 @@ class _Frames:
         self.enabled = enabled
         self.frames: list = []
         self.render_ms = 0.0
-        self.fps = recording.FPS
-        if enabled:
-            try:
-                self.fps = recording.playback_fps(env_client.metadata)
-            except Exception:  # noqa: BLE001 - an env whose metadata cannot be read plays at the default rate
-                pass
+        self.fps = _fps(env_client) if enabled else recording.FPS
 
     def grab(self, observation) -> None:
         if not self.enabled:
@@ -42,6 +38,14 @@ class _Frames:
         frame = recording.frame_from(rendered, observation)
         if frame is not None:
             self.frames.append(frame)
+
+
+def _fps(env_client) -> int:
+    """The env's control rate for recorded steps (``recording.playback_fps``; the default when unreadable)."""
+    try:
+        return recording.playback_fps(env_client.metadata)
+    except Exception:  # noqa: BLE001 - an env whose metadata cannot be read gets the default rate
+        return recording.FPS
 
 
 class _Timings:
@@ -64,12 +68,15 @@ class _Timings:
 
 
 def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, *, seed: int, max_steps: int | None,
-          deadline: float, hook=None) -> tuple[int, float, bool, bool, dict]:
+          deadline: float, hook=None, steps_kept: StepRecorder | None = None) -> tuple[int, float, bool, bool, dict]:
     """Step until the env ends the episode or a cap (``max_steps``, rlmesh's step bound, the monotonic ``deadline``)
     truncates it; return ``(steps, return, terminated, truncated, last info)``. ``hook`` (an agent rollout's
-    :class:`~evaluations.runs.transcripts.TranscriptRecorder`) sees the reset and every step."""
+    :class:`~evaluations.runs.transcripts.TranscriptRecorder`) sees the reset and every step; ``steps_kept``
+    records the env's observations and the actions it received (``runs.steps``)."""
+    steps_kept = steps_kept or StepRecorder(False)
     obs, info = session.reset(seed=seed)
     frames.grab(obs)
+    steps_kept.reset(obs)
     if hook is not None:
         hook.on_reset(obs, info, seed=seed)
     action = None
@@ -82,12 +89,14 @@ def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, *, 
             predict_ms = (time.perf_counter() - p0) * 1000
             timings.add("predict", predict_ms)
         s0 = time.perf_counter()
-        obs, reward, terminated, truncated, info = session.step(perturber.action(action))
+        sent = perturber.action(action)
+        obs, reward, terminated, truncated, info = session.step(sent)
         step_ms = (time.perf_counter() - s0) * 1000
         timings.add("step", step_ms)
         steps += 1
         total += float(reward)
         frames.grab(obs)
+        steps_kept.step(sent, obs, reward, terminated, truncated, info)
         if hook is not None:
             hook.on_step(steps, action, obs, reward, terminated, truncated, info, predict_ms=predict_ms,
                          step_ms=step_ms)
@@ -105,17 +114,19 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
 
     workload = runner.workload
     render = recording.renders(workload.record, index)
+    steps_kept = StepRecorder(recording.renders(workload.record_steps, index))
     timings = _Timings()
     t0 = time.monotonic()
     env_client = None
     try:
         env_client, model = runner.clients(seed, numpy_env=True)
         frames = _Frames(env_client, render)
+        steps_kept.fps = _fps(env_client) if steps_kept.enabled else None
         perturber = Perturber(runner.perturbation, seed, env_client.action_space)
         with rlmesh.session(model, env_client) as session:
             steps, total, terminated, truncated, info = _loop(
                 session, perturber, frames, timings, seed=seed, max_steps=workload.max_steps, deadline=t0 + wall_cap,
-                hook=hook)
+                hook=hook, steps_kept=steps_kept)
     except Exception as exc:  # noqa: BLE001 - as on the plain path: this episode fails, not the shard
         outcome = runner.failed(base, exc, t0)
         if hook is not None:
@@ -133,6 +144,9 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
         left = runner.evaluation.organization.storage_left()
         fields.update(recording.save_episode_video(name, frames.frames, frames.render_ms, storage_left=left,
                                                    fps=frames.fps))
+    if steps_kept.enabled and recording.keeps(workload.record_steps, fields["success"]):
+        name = f"steps/{runner.evaluation.public_id}/w{workload.index:03d}-e{index:05d}.npz"
+        fields.update(steps_kept.save(name, storage_left=runner.evaluation.organization.storage_left()))
     if hook is not None:
         fields = hook.finish(fields)
     return EpisodeOutcome(fields)
