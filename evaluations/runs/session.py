@@ -103,6 +103,7 @@ def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, *, 
         if terminated or truncated:
             return steps, total, terminated, truncated, info
         if (max_steps and steps >= max_steps) or steps >= STEP_BOUND or time.monotonic() >= deadline:
+            steps_kept.truncate()
             return steps, total, terminated, True, info
 
 

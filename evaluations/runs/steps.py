@@ -12,8 +12,9 @@ each step. It is written as one compressed ``.npz`` (NumPy's zip of ``.npy`` arr
   ``obs/`` alone. Text leaves (an instruction) are Unicode arrays. A leaf missing from some observation or changing
   shape is left out and named in ``steps_meta["skipped"]``.
 - ``action`` (or ``action/<path>`` for a dict action): ``(steps, *shape)``.
-- ``reward`` float64 ``(steps,)``; ``terminated``, ``truncated`` bool ``(steps,)``; ``success`` int8 ``(steps,)``:
-  1, 0, or -1 when the step's info carried no flag.
+- ``reward`` float64 ``(steps,)``; ``terminated``, ``truncated`` bool ``(steps,)`` (the last step is truncated too
+  when the platform's cap ended the episode, as ``Episode.truncated`` says); ``success`` int8 ``(steps,)``: 1, 0, or
+  -1 when the step's info carried no flag.
 """
 
 from __future__ import annotations
@@ -104,6 +105,11 @@ class StepRecorder:
         self.truncated.append(bool(truncated))
         flag = env_success_flag(info)
         self.success.append(-1 if flag is None else int(flag))
+
+    def truncate(self) -> None:
+        """The platform ended the episode at its last step (a ``maxSteps`` cap, the step bound, the wall-time cap)."""
+        if self.enabled and self.truncated:
+            self.truncated[-1] = True
 
     def arrays(self) -> tuple[dict[str, np.ndarray], list[str]]:
         """The ``.npz`` members (module docstring) and the leaves left out."""
