@@ -19,9 +19,13 @@ from ..tenancy import active_membership, org_evaluation, role_required
 __all__ = ["dataset_panel_context", "lerobot_dataset_download", "lerobot_dataset_export", "lerobot_dataset_panel"]
 
 
-def dataset_panel_context(request: HttpRequest, evaluation: Evaluation) -> dict:
+def dataset_panel_context(request: HttpRequest, evaluation: Evaluation, workloads=None) -> dict:
     """``dataset_panel``: None when no episode kept its steps (nothing to export), else ``{"recorded"`` (episodes
-    with steps), ``"export"`` (the latest DatasetExport or None), ``"building"``, ``"can_write"}``."""
+    with steps), ``"export"`` (the latest DatasetExport or None), ``"building"``, ``"can_write"}``. ``workloads``
+    (the evaluation's, already read) spares the page a query when none asked for ``recordSteps``."""
+    workloads = evaluation.workloads.all() if workloads is None else workloads
+    if all(w.record_steps == "none" for w in workloads):
+        return {"dataset_panel": None}
     recorded = recorded_episodes(evaluation).count()
     if not recorded:
         return {"dataset_panel": None}

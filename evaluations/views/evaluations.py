@@ -156,7 +156,7 @@ def _episodes_context(request: HttpRequest, evaluation: Evaluation) -> dict:
         "task_choices": sorted({w.task_id for w in workloads}),
         "model_choices": sorted({w.model_ref for w in workloads}),
         "episode_query": query.urlencode(),
-        **dataset_panel_context(request, evaluation),
+        **dataset_panel_context(request, evaluation, workloads),
     }
 
 

@@ -19,7 +19,7 @@ from evaluations.datasets import exports
 from evaluations.models import DatasetExport, Organization
 from evaluations.runs.steps import load_steps
 from tests.conftest import cartpole_request
-from tests.test_execution import create, episodes, run_all
+from tests.test_execution import _no_heartbeat_thread, create, episodes, run_all  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.django_db
 
@@ -126,3 +126,14 @@ def test_an_export_loads_in_lerobot_with_a_frame_per_step_and_the_actions_sent(t
     assert loaded["items"]["13"]["action"] == arrays["action"][1].astype(float).tolist()  # frame 1 of ep. 1
     assert np.allclose(loaded["items"]["13"]["state"], arrays["obs/"][1]) and loaded["items"]["13"]["episode"] == 1
     assert [loaded["items"][i]["done"] for i in ("0", "13")] == [False, False]
+
+
+def test_record_steps_turns_libero_cameras_on_for_a_model_that_reads_none(tenant_a):
+    def cameras(**task) -> str:
+        body = {"models": ["prebuilt/libero-expert"],
+                "tasks": [{"env": "prebuilt/libero", "taskId": "libero_object/0", "episodes": 1, **task}]}
+        return create(tenant_a, body).workloads.get().env_kwargs.get("cameras")
+
+    assert cameras() == "none"  # the expert reads privileged state only
+    assert cameras(recordSteps="all") == "both"  # a dataset needs the images
+    assert cameras(recordSteps="all", params={"cameras": "agentview"}) == "agentview"  # the task's own choice wins

@@ -9,7 +9,7 @@ from django.core.files.base import ContentFile
 from evaluations.choices import Role
 from evaluations.models import DatasetExport
 from tests.conftest import cartpole_request, make_user
-from tests.test_execution import create, run_all
+from tests.test_execution import _no_heartbeat_thread, create, run_all  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.django_db
 
