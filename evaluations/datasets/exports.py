@@ -209,4 +209,15 @@ def build_export(export_id: int) -> str | None:
             "buildSeconds": round(time.monotonic() - t0, 1)}
     DatasetExport.objects.filter(pk=export.pk).update(status=DatasetExport.Status.READY, file=stored, meta=meta,
                                                       finished_at=timezone.now())
+    _drop_older(export)
     return DatasetExport.Status.READY
+
+
+def _drop_older(export: DatasetExport) -> None:
+    """Delete the zips of the evaluation's earlier exports (only the latest is served) and give their bytes back to
+    the organization's quota."""
+    older = DatasetExport.objects.filter(evaluation_id=export.evaluation_id, kind=export.kind, pk__lt=export.pk).exclude(file="")
+    for old in older:
+        default_storage.delete(old.file.name)
+        export.evaluation.organization.add_storage(-int(old.meta.get("bytes") or 0))
+        DatasetExport.objects.filter(pk=old.pk).update(file="")

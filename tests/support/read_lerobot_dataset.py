@@ -15,7 +15,8 @@ from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
 
 def main(root: str, repo_id: str, *indices: str) -> None:
-    dataset = LeRobotDataset(repo_id, root=root)
+    # pyav decodes videos everywhere; lerobot's default, torchcodec, needs FFmpeg's shared libraries on the host.
+    dataset = LeRobotDataset(repo_id, root=root, video_backend="pyav")
     lengths = [int(e["length"]) for e in dataset.meta.episodes]
     items = {}
     for index in map(int, indices):

@@ -15,7 +15,7 @@ class DatasetExportRequestSerializer(serializers.Serializer):
     images = serializers.ChoiceField(
         IMAGE_MODES, required=False, default="image",
         help_text="`image` (default): each frame's images as PNG inside the parquet files, so they read back exactly; "
-        "`video`: AV1 MP4 videos per camera (LeRobot's default storage), much smaller but lossy.")
+        "`video`: AV1 MP4 videos per camera (LeRobot's default storage), smaller but lossy.")
 
 
 class DatasetFeatureSerializer(serializers.Serializer):
