@@ -153,3 +153,21 @@ def test_a_new_ready_export_deletes_the_older_zip_and_gives_its_bytes_back(tenan
     old.refresh_from_db()
     assert not old.file and not list(media.rglob("old*.zip"))
     assert Organization.objects.get(pk=org.pk).storage_bytes == before
+
+
+def test_a_steps_file_of_an_episode_another_delivery_recorded_is_deleted(tenant_a, media, monkeypatch):
+    from evaluations.runs import loop
+
+    written = []
+
+    def already_recorded(**kwargs):  # as if a concurrent delivery had recorded this episode first
+        written.append(kwargs["steps_file"])
+        return False
+
+    monkeypatch.setattr(loop, "record_episode", already_recorded)
+    body = cartpole_request()
+    body["tasks"][0].update(episodes=1, maxSteps=3, recordSteps="all")
+    evaluation = create(tenant_a, body)
+    loop.run_shard(evaluation.shards.get().pk)
+    assert len(written) == 1 and written[0].startswith("steps/")
+    assert not list(media.rglob("*.npz"))  # the copy is gone
