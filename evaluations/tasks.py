@@ -17,7 +17,7 @@ from .runs import dispatch
 
 #: Long-running episode loops.
 SHARDS_QUEUE = "shards"
-#: Housekeeping, probes and webhooks: the reaper, image probes, run webhooks.
+#: Housekeeping, probes, webhooks and dataset exports: the reaper, image probes, run webhooks, LeRobot datasets.
 MAINTENANCE_QUEUE = "maintenance"
 
 
@@ -54,6 +54,14 @@ def deliver_webhook(evaluation_id: int, attempt: int = 1) -> None:
     from .webhooks import deliver
 
     deliver(evaluation_id, attempt)
+
+
+@shared_task(name=dispatch.BUILD_DATASET_EXPORT, queue=MAINTENANCE_QUEUE, ignore_result=True, acks_late=True)
+def build_dataset_export(export_id: int) -> None:
+    """Build a queued dataset export (see datasets.exports.build_export); a duplicate delivery does nothing."""
+    from .datasets.exports import build_export
+
+    build_export(export_id)
 
 
 @worker_ready.connect

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from .views import agent_launch, agents, baselines, compare, evaluations, identity, images, imports, launch, organizations, \
+from .views import agent_launch, agents, baselines, compare, datasets, evaluations, identity, images, imports, launch, organizations, \
     settings
 
 app_name = "evaluations"
@@ -26,6 +26,11 @@ urlpatterns = [
     path("evaluations/<str:public_id>/episodes/<int:episode_id>/transcript/<str:name>", agents.transcript_screenshot,
          name="transcript_screenshot"),
     path("settings/webhook-secret/rotate", agents.webhook_secret_rotate, name="webhook_secret_rotate"),
+    path("evaluations/<str:public_id>/lerobot-dataset", datasets.lerobot_dataset_panel, name="lerobot_dataset_panel"),
+    path("evaluations/<str:public_id>/lerobot-dataset/export", datasets.lerobot_dataset_export,
+         name="lerobot_dataset_export"),
+    path("evaluations/<str:public_id>/lerobot-dataset.zip", datasets.lerobot_dataset_download,
+         name="lerobot_dataset_download"),
     path("evaluations/<str:public_id>/request.json", evaluations.evaluation_request_download, name="evaluation_request"),
     re_path(rf"^evaluations/{EVAL}/(?P<tab>overview|episodes|configuration|logs)/?$",
             evaluations.evaluation_detail, name="evaluation_tab"),

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import baselines, comparisons, episodes, evaluations, images, imports, info, me, registry
+from . import baselines, comparisons, datasets, episodes, evaluations, images, imports, info, me, registry
 
 app_name = "evaluations-api"
 
@@ -22,6 +22,9 @@ urlpatterns = [
     path("evaluations/<str:public_id>/episodes", episodes.EpisodeListView.as_view(), name="episodes"),
     path("evaluations/<str:public_id>/episodes/<int:episode_id>/video", episodes.EpisodeVideoView.as_view(), name="episode-video"),
     path("evaluations/<str:public_id>/logs", episodes.LogListView.as_view(), name="logs"),
+    path("evaluations/<str:public_id>/lerobot-dataset", datasets.LeRobotDatasetView.as_view(), name="lerobot-dataset"),
+    path("evaluations/<str:public_id>/lerobot-dataset.zip", datasets.LeRobotDatasetZipView.as_view(),
+         name="lerobot-dataset-zip"),
     path("comparisons", comparisons.ComparisonView.as_view(), name="comparisons"),
     path("baselines", baselines.BaselineListView.as_view(), name="baselines"),
     path("baselines/<path:tag>", baselines.BaselineDetailView.as_view(), name="baseline"),

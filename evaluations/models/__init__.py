@@ -2,6 +2,7 @@
 
 from .agents import WebhookDelivery
 from .baselines import Baseline
+from .datasets import DatasetExport
 from .evaluations import Episode, Evaluation, EvaluationLog, Shard, Workload
 from .identity import AuthSession, DeviceAuthorization, Invitation, RefreshToken
 from .images import ImageRepository, ImageVersion
@@ -12,6 +13,7 @@ __all__ = [
     "ApiKey",
     "AuthSession",
     "Baseline",
+    "DatasetExport",
     "DeviceAuthorization",
     "Invitation",
     "RefreshToken",

@@ -127,6 +127,8 @@ class Workload(models.Model):
     perturbation = models.CharField(max_length=128, blank=True)
     #: Which episodes get a video: "none", "all", "failures" or "first:N" (see runs.recording).
     record = models.CharField(max_length=32, default="none")
+    #: Which episodes keep their steps (observations, actions, rewards; ``runs.steps``): same modes as ``record``.
+    record_steps = models.CharField(max_length=32, default="none")
     episodes = models.PositiveIntegerField()
     seed = models.BigIntegerField(default=0)
     workers = models.PositiveIntegerField(default=1)
@@ -222,6 +224,11 @@ class Episode(models.Model):
     video = models.FileField(upload_to="episodes/%Y/%m/", max_length=300, blank=True)
     #: {"bytes", "frames", "fps", "width", "height", "encodeMs", "renderMs", "codec"} of ``video``.
     video_meta = models.JSONField(default=dict)
+    #: The episode's steps when its task asked for them (``recordSteps``): a compressed ``.npz`` of every
+    #: observation, the actions the env received, rewards and end flags (Django storage; ``runs.steps``).
+    steps_file = models.FileField(upload_to="steps/%Y/%m/", max_length=300, blank=True)
+    #: {"bytes", "steps", "keys", "writeMs"} of ``steps_file``, or {"error"} when the steps could not be kept.
+    steps_meta = models.JSONField(default=dict, blank=True)
     #: An agent rollout's transcript: ordered, typed events per step as JSON (Django storage; runs.transcripts).
     transcript = models.FileField(upload_to="transcripts/%Y/%m/", max_length=300, blank=True)
     #: An agent rollout's summary: steps, tool calls, invalid calls, token usage and endpoint time sums, how it ended.

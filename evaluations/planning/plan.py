@@ -137,6 +137,8 @@ class PlannedTask:
     success_criterion: dict | None = None
     #: The env's declared make parameters (names), for what the planner sets per model (``planning.rendering``).
     declared_params: tuple[str, ...] = ()
+    #: Which episodes keep their steps for a dataset export (``recordSteps``; the modes of ``record``).
+    record_steps: str = "none"
 
     @property
     def benchmark(self) -> str:
@@ -190,6 +192,7 @@ class PlannedTask:
             "makeKwargs": self.env_kwargs, "successCriterion": self.success_criterion,
             "episodes": self.episodes, "seed": self.seed, "seeds": list(range(self.seed, self.seed + self.episodes)),
             "workers": self.workers, "maxSteps": self.max_steps, "perturbation": self.perturbation, "record": self.record,
+            "recordSteps": self.record_steps,
         }
 
 
@@ -208,7 +211,8 @@ class PlannedWorkload:
     def env_kwargs(self) -> dict:
         """The task's make kwargs plus what this model needs the env to render or expose (cameras, privileged state)."""
         t = self.task
-        return {**t.env_kwargs, **observation_kwargs(self.model.image, set(t.declared_params), t.env_kwargs)}
+        return {**t.env_kwargs, **observation_kwargs(self.model.image, set(t.declared_params), t.env_kwargs,
+                                                     record_steps=t.record_steps != "none")}
 
     def row_fields(self) -> dict:
         """The :class:`~evaluations.models.Workload` fields (without ``evaluation`` and ``index``)."""
@@ -216,7 +220,8 @@ class PlannedWorkload:
         return {
             "model_ref": m.reference, "model_version": m.version, "model_checkpoint": m.checkpoint or "",
             "env_ref": t.env.reference, "env_version": t.env.version, "task_id": t.task_id, "benchmark": t.benchmark,
-            "scenario": t.scenario_name, "perturbation": t.perturbation, "record": t.record, "episodes": t.episodes,
+            "scenario": t.scenario_name, "perturbation": t.perturbation, "record": t.record, "record_steps": t.record_steps,
+            "episodes": t.episodes,
             "seed": t.seed, "workers": t.workers, "max_steps": t.max_steps, "env_vars": self.model.env_vars,
             "env_kwargs": self.env_kwargs, "model_kwargs": m.load_kwargs, "success_criterion": t.success_criterion,
             "metadata": t.metadata,

@@ -37,14 +37,14 @@ def model_reads(model: ResolvedImage) -> set[str]:
     return {"state", "images"}
 
 
-def observation_kwargs(model: ResolvedImage, declared: dict, params: dict) -> dict:
+def observation_kwargs(model: ResolvedImage, declared: dict, params: dict, *, record_steps: bool = False) -> dict:
     """Make kwargs the planner adds for ``model`` on an env whose declared make parameters are ``declared``:
-    ``cameras`` (``both`` for a model that reads images, else ``none``) and ``privileged`` (True for a model that
-    reads it). A value the task's own ``params`` set is kept."""
+    ``cameras`` (``both`` for a model that reads images or a task that keeps its steps for a dataset, else
+    ``none``) and ``privileged`` (True for a model that reads it). A value the task's own ``params`` set is kept."""
     reads = model_reads(model)
     kwargs: dict = {}
     if "cameras" in declared and "cameras" not in params:
-        kwargs["cameras"] = "both" if "images" in reads else "none"
+        kwargs["cameras"] = "both" if "images" in reads or record_steps else "none"
     if "privileged" in declared and "privileged" not in params and "privileged" in reads:
         kwargs["privileged"] = True
     return kwargs

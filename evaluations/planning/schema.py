@@ -144,6 +144,12 @@ class TaskSerializer(serializers.Serializer):
         help_text="Episode videos: `all`, `failures`, `first:N`, or `none`/null (default). H.264 MP4 from the env's "
         "rendered frames, played in the dashboard's Episodes tab.",
     )
+    recordSteps = StrictCharField(  # noqa: N815
+        required=False, allow_null=True, allow_blank=True, default=None, max_length=32,
+        help_text="Keep the steps of episodes (every observation, the action the env received, reward, end flags) for "
+        "a dataset export (`/lerobot-dataset`): `all`, `failures`, `first:N`, or `none`/null (default). On an env "
+        "with a `cameras` parameter (LIBERO) the cameras are rendered unless `params.cameras` says otherwise.",
+    )
     params = StrictDictField(
         child=serializers.JSONField(), required=False, default=dict,
         help_text="Extra make parameters of the env, checked against the parameters it declares (e.g. "

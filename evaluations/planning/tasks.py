@@ -240,6 +240,11 @@ def _check_task(i: int, task: dict, organization: Organization, errors: list[dic
         errors.append({"path": f"{path}.record", "message": str(exc)})
         record = "none"
     try:
+        record_steps = parse_record(task.get("recordSteps"))
+    except ValueError as exc:
+        errors.append({"path": f"{path}.recordSteps", "message": str(exc)})
+        record_steps = "none"
+    try:
         env = _resolve_env(task["env"], organization, envs)
     except ReferenceError_ as exc:
         errors.append({"path": f"{path}.env", "message": str(exc)})
@@ -267,7 +272,7 @@ def _check_task(i: int, task: dict, organization: Organization, errors: list[dic
     return PlannedTask(
         env=env, task_id=scenario["id"] if scenario else task["taskId"], requested_task_id=task["taskId"],
         scenario=scenario, success_criterion=criterion, perturbation=perturbation.label, record=record,
-        episodes=task["episodes"], seed=task["seed"], workers=workers,
+        record_steps=record_steps, episodes=task["episodes"], seed=task["seed"], workers=workers,
         max_steps=task["maxSteps"], env_kwargs=env_kwargs(scenario, perturbation, task.get("params")),
         metadata=task.get("metadata", {}), declared_params=tuple(param_specs(env)),
     )

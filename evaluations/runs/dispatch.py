@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from celery import current_app
 from django.db import transaction
 
-__all__ = ["DELIVER_WEBHOOK", "RUN_SHARD", "PROBE_IMAGE", "REAP_SHARDS", "request_reap", "send_probe", "send_shards",
-           "send_webhook"]
+__all__ = ["BUILD_DATASET_EXPORT", "DELIVER_WEBHOOK", "RUN_SHARD", "PROBE_IMAGE", "REAP_SHARDS", "request_reap",
+           "send_dataset_export", "send_probe", "send_shards", "send_webhook"]
 
 logger = logging.getLogger(__name__)
 
@@ -23,6 +23,7 @@ RUN_SHARD = "evaluations.run_shard"
 PROBE_IMAGE = "evaluations.probe_image"
 REAP_SHARDS = "evaluations.reap_shards"
 DELIVER_WEBHOOK = "evaluations.deliver_webhook"
+BUILD_DATASET_EXPORT = "evaluations.build_dataset_export"
 
 
 def _task(name: str):
@@ -70,3 +71,8 @@ def send_webhook(evaluation_id: int, attempt: int = 1, *, countdown: float | Non
     from now (the exponential backoff between attempts), once the current transaction commits (robust: a broker
     outage loses a webhook, never the status change that caused it)."""
     transaction.on_commit(lambda: _send(DELIVER_WEBHOOK, evaluation_id, attempt, countdown=countdown), robust=True)
+
+
+def send_dataset_export(export_id: int) -> None:
+    """Send the ``build_dataset_export`` message for a dataset export once the current transaction commits."""
+    transaction.on_commit(lambda: _send(BUILD_DATASET_EXPORT, export_id), robust=True)

@@ -145,8 +145,10 @@ def record_episode(*, shard: Shard, index: int, **fields) -> bool:
                 updated_at=timezone.now(),
             )
             Shard.objects.filter(pk=shard.pk).update(heartbeat_at=timezone.now())
-            if fields.get("video"):
-                Organization.objects.get(evaluations__pk=shard.evaluation_id).add_storage(fields["video_meta"].get("bytes", 0))
+            stored = sum(fields[meta].get("bytes", 0) for file, meta in (("video", "video_meta"), ("steps_file", "steps_meta"))
+                         if fields.get(file))
+            if stored:
+                Organization.objects.get(evaluations__pk=shard.evaluation_id).add_storage(stored)
     except IntegrityError:
         return False
     return True

@@ -99,8 +99,10 @@ def _run_episodes(shard: Shard, runner: ShardRunner, todo: list[int]) -> tuple[s
             runner.close()
             queue.insert(0, index)
             continue
-        if not record_episode(shard=shard, index=index, **outcome.fields) and outcome.fields.get("video"):
-            default_storage.delete(outcome.fields["video"])  # recorded by an earlier delivery: drop the copy
+        if not record_episode(shard=shard, index=index, **outcome.fields):
+            for media in ("video", "steps_file"):  # recorded by an earlier delivery: drop the copies
+                if outcome.fields.get(media):
+                    default_storage.delete(outcome.fields[media])
         if outcome.restart:
             if outcome.fields.get("error"):
                 log(evaluation, f"episode {index} (seed {outcome.fields['seed']}): {outcome.fields['error']}",

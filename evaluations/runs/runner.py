@@ -2,7 +2,8 @@
 runtime and runs one episode at a time, returning each outcome as the Episode fields to record.
 
 An episode runs on ``rlmesh.run`` (the three-process path the platform's overhead is measured against) unless it
-needs what only an explicit session loop can do — driver-side perturbations or rendering frames for a video — and
+needs what only an explicit session loop can do — driver-side perturbations, rendering frames for a video or keeping
+its steps for a dataset (``recordSteps``) — and
 then on :func:`evaluations.runs.session.run_session_episode`. Both share the outcome rules of
 :mod:`evaluations.domain.outcomes`.
 """
@@ -220,7 +221,7 @@ class ShardRunner:
             key = self.secrets().get(KEY_ENV, "")
             hook = TranscriptRecorder(evaluation=self.evaluation, workload=self.workload, index=index, key=key)
             return run_session_episode(self, index, seed, base, wall_cap=wall_cap, hook=hook)
-        if driver_side or recording.renders(self.workload.record, index):
+        if driver_side or recording.renders(self.workload.record, index) or recording.renders(self.workload.record_steps, index):
             return run_session_episode(self, index, seed, base, wall_cap=wall_cap)
         return self._run_plain(seed, base, wall_cap=wall_cap)
 

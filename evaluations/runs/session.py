@@ -12,6 +12,7 @@ from ..domain.perturbations import Perturber
 from ..domain.scoring import histogram_add
 from ..domain.trajectory import TrajectoryDigest
 from . import recording
+from .steps import StepRecorder
 from .outcome import EpisodeOutcome, close_quietly, completed_fields
 
 __all__ = ["run_session_episode"]
@@ -25,12 +26,7 @@ class _Frames:
         self.enabled = enabled
         self.frames: list = []
         self.render_ms = 0.0
-        self.fps = recording.FPS
-        if enabled:
-            try:
-                self.fps = recording.playback_fps(env_client.metadata)
-            except Exception:  # noqa: BLE001 - an env whose metadata cannot be read plays at the default rate
-                pass
+        self.fps = _fps(env_client) if enabled else recording.FPS
 
     def grab(self, observation) -> None:
         if not self.enabled:
@@ -44,6 +40,14 @@ class _Frames:
         frame = recording.frame_from(rendered, observation)
         if frame is not None:
             self.frames.append(frame)
+
+
+def _fps(env_client) -> int:
+    """The env's control rate for recorded steps (``recording.playback_fps``; the default when unreadable)."""
+    try:
+        return recording.playback_fps(env_client.metadata)
+    except Exception:  # noqa: BLE001 - an env whose metadata cannot be read gets the default rate
+        return recording.FPS
 
 
 class _Timings:
@@ -80,19 +84,22 @@ def with_time_left(obs, deadline: float):
 
 
 def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, digest: TrajectoryDigest, *, seed: int,
-          max_steps: int | None, deadline: float, hook=None) -> tuple[int, float, bool, bool, dict]:
+          max_steps: int | None, deadline: float, hook=None,
+          steps_kept: StepRecorder | None = None) -> tuple[int, float, bool, bool, dict]:
     """Step until the env ends the episode or a cap (``max_steps``, rlmesh's step bound, the monotonic ``deadline``)
     truncates it; return ``(steps, return, terminated, truncated, last info)``. ``digest`` gets each step as
     ``rlmesh.run``'s hooks report it (the env's observation before the step, the action the env received, the
     step's reward and flags, ``truncated`` set at the step cap), so both loops digest an episode alike.
     ``hook`` (an agent rollout's :class:`~evaluations.runs.transcripts.TranscriptRecorder`) sees the reset and every
-    step.
+    step; ``steps_kept`` records the env's observations and the actions it received (``runs.steps``).
 
     The deadline holds during a model call too: an agent's call is told the time left (:func:`with_time_left`;
     the bridge ends it then, its connection closed), and an action that comes back after the deadline is never
     executed (nor digested): the episode ends truncated there (``hook.on_deadline`` records the call)."""
+    steps_kept = steps_kept or StepRecorder(False)
     obs, info = session.reset(seed=seed)
     frames.grab(obs)
+    steps_kept.reset(obs)
     if hook is not None:
         hook.on_reset(obs, info, seed=seed)
     action = None
@@ -120,12 +127,14 @@ def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, dig
         capped = steps >= (max_steps or STEP_BOUND) and not (terminated or truncated)  # rlmesh's step cap
         digest.step(prev_obs, sent, reward, terminated, truncated or capped)
         frames.grab(obs)
+        steps_kept.step(sent, obs, reward, terminated, truncated, info)
         if hook is not None:
             hook.on_step(steps, action, obs, reward, terminated, truncated, info, predict_ms=predict_ms,
                          step_ms=step_ms)
         if terminated or truncated:
             return steps, total, terminated, truncated, info
         if (max_steps and steps >= max_steps) or steps >= STEP_BOUND or time.monotonic() >= deadline:
+            steps_kept.truncate()
             return steps, total, terminated, True, info
 
 
@@ -137,6 +146,7 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
 
     workload = runner.workload
     render = recording.renders(workload.record, index)
+    steps_kept = StepRecorder(recording.renders(workload.record_steps, index))
     timings = _Timings()
     digest = TrajectoryDigest()
     t0 = time.monotonic()
@@ -144,11 +154,12 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
     try:
         env_client, model = runner.clients(seed, numpy_env=True)
         frames = _Frames(env_client, render)
+        steps_kept.fps = _fps(env_client) if steps_kept.enabled else None
         perturber = Perturber(runner.perturbation, seed, env_client.action_space)
         with rlmesh.session(model, env_client) as session:
             steps, total, terminated, truncated, info = _loop(
                 session, perturber, frames, timings, digest, seed=seed, max_steps=workload.max_steps,
-                deadline=t0 + wall_cap, hook=hook)
+                deadline=t0 + wall_cap, hook=hook, steps_kept=steps_kept)
     except Exception as exc:  # noqa: BLE001 - as on the plain path: this episode fails, not the shard
         outcome = runner.failed(base, exc, t0)
         if hook is not None:
@@ -167,6 +178,9 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
         left = runner.evaluation.organization.storage_left()
         fields.update(recording.save_episode_video(name, frames.frames, frames.render_ms, storage_left=left,
                                                    fps=frames.fps))
+    if steps_kept.enabled and recording.keeps(workload.record_steps, fields["success"]):
+        name = f"steps/{runner.evaluation.public_id}/w{workload.index:03d}-e{index:05d}.npz"
+        fields.update(steps_kept.save(name, storage_left=runner.evaluation.organization.storage_left()))
     if hook is not None:
         fields = hook.finish(fields)
     return EpisodeOutcome(fields)

@@ -32,6 +32,7 @@ from ..runs.lifecycle import CancelRefused, cancel_evaluation
 from ..selectors import evaluation_detail_queryset
 from ..tenancy import active_membership, active_organization, org_evaluation
 from .agents import agent_overview
+from .datasets import dataset_panel_context
 
 TABS = ("overview", "episodes", "configuration", "logs")
 
@@ -155,6 +156,7 @@ def _episodes_context(request: HttpRequest, evaluation: Evaluation) -> dict:
         "task_choices": sorted({w.task_id for w in workloads}),
         "model_choices": sorted({w.model_ref for w in workloads}),
         "episode_query": query.urlencode(),
+        **dataset_panel_context(request, evaluation, workloads),
     }
 
 

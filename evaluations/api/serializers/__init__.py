@@ -11,6 +11,7 @@ from .comparisons import (
     ComparisonSerializer,
     RegressionSerializer,
 )
+from .datasets import DatasetExportRequestSerializer, DatasetExportSerializer
 from .episodes import EpisodePageSerializer, EpisodeSerializer, LogPageSerializer
 from .errors import ErrorSerializer, errors
 from .evaluations import EvaluationDetailSerializer, EvaluationPageSerializer, EvaluationSerializer, PreviewSerializer
@@ -23,6 +24,8 @@ __all__ = [
     "BaselineRequestSerializer",
     "BaselineSerializer",
     "ComparisonSerializer",
+    "DatasetExportRequestSerializer",
+    "DatasetExportSerializer",
     "EpisodePageSerializer",
     "EpisodeSerializer",
     "ErrorSerializer",

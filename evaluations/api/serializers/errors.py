@@ -11,7 +11,8 @@ __all__ = ["ErrorSerializer", "errors"]
 class ErrorBodySerializer(serializers.Serializer):
     code = serializers.CharField(help_text="machine-readable: invalid_request, invalid_reference, parse_error, unauthenticated, forbidden, "
                                            "not_found, method_not_allowed, not_acceptable, conflict, payload_too_large, "
-                                           "unsupported_media_type, range_not_satisfiable, throttled, storage_quota_exceeded, internal_error")
+                                           "unsupported_media_type, range_not_satisfiable, throttled, storage_quota_exceeded, steps_not_recorded, "
+                                           "lerobot_unavailable, internal_error")
     message = serializers.CharField(help_text="what the official clients print")
     details = serializers.ListField(child=serializers.DictField(), help_text="[{path, message}] for request errors")
     docs = serializers.URLField(required=False, help_text="the manual's page (under /docs) that explains this error, "
@@ -36,6 +37,7 @@ _WHEN = {
     415: "The Content-Type is not one the operation accepts.",
     416: "The Range lies outside the file.",
     501: "Not available on this installation (the reason says what is missing).",
+    503: "A component this operation needs is not installed on this platform (the message names the setup script).",
     429: "Too many requests from this address or user: failed authentications (RATELIMIT_AUTH_FAILURES) or, where an "
          "operation says so, its own rate; retry after `Retry-After` seconds.",
 }

@@ -1,0 +1,85 @@
+"""``/v1/evaluations/{id}/lerobot-dataset``: the evaluation's recorded episodes as a LeRobotDataset (lerobot 0.4.4),
+built by a worker (``datasets.exports``) and downloaded as a zip."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from ..datasets.exports import ExportRefused, export_document, latest_export, request_export
+from ..media import ranged_file_response
+from ..models import DatasetExport
+from .base import OrgScopedView
+from .exceptions import error_response
+from .serializers import DatasetExportRequestSerializer, DatasetExportSerializer, errors
+
+__all__ = ["LeRobotDatasetView", "LeRobotDatasetZipView"]
+
+_409 = ("The evaluation has not ended, or it kept no episode's steps (`steps_not_recorded`: submit it with "
+        '`"recordSteps": "all"` on its tasks).')
+_503 = "The lerobot environment is not installed on this platform (`lerobot_unavailable`: scripts/setup-lerobot.sh)."
+
+
+class LeRobotDatasetView(OrgScopedView):
+    @extend_schema(responses={200: DatasetExportSerializer, **errors(401, 404, _404="No such evaluation, or no "
+                                                                      "dataset export was asked for yet (POST first).")},
+                   summary="The latest LeRobot dataset export of the evaluation and its status")
+    def get(self, request, public_id: str):
+        evaluation = self.get_evaluation(public_id)
+        export = latest_export(evaluation)
+        if export is None:
+            return error_response(404, "not_found", f"no dataset export of {public_id} was asked for yet: POST "
+                                  f"/v1/evaluations/{public_id}/lerobot-dataset")
+        return Response(export_document(export))
+
+    @extend_schema(request=DatasetExportRequestSerializer,
+                   responses={200: DatasetExportSerializer, 202: DatasetExportSerializer,
+                              **errors(400, 401, 403, 404, 409, 415, 503, _409=_409, _503=_503)},
+                   summary="Export the evaluation's recorded episodes as a LeRobot dataset (a worker builds it)",
+                   description="202 with a new export (poll GET until `status` is `ready`, then download "
+                   "`downloadUrl`); 200 with the latest export when it is ready or under way with the same `images`. "
+                   "The body may be empty.")
+    def post(self, request, public_id: str):
+        evaluation = self.get_evaluation(public_id)
+        data = self.read_request_body()[1] if request._request.body else {}
+        unknown = sorted(set(data) - set(DatasetExportRequestSerializer().fields))
+        if unknown:
+            raise ValidationError({key: ["unknown field; the body takes `images`"] for key in unknown})
+        body = DatasetExportRequestSerializer(data=data)
+        body.is_valid(raise_exception=True)
+        try:
+            export, created = request_export(evaluation, images=body.validated_data["images"])
+        except ExportRefused as exc:
+            return error_response(exc.status, exc.code, exc.message, docs="using/libero/#episodes-as-a-lerobot-dataset")
+        return Response(export_document(export), status=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK)
+
+
+class LeRobotDatasetZipView(OrgScopedView):
+    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY,
+                              (206, "application/zip"): OpenApiTypes.BINARY,
+                              **errors(401, 404, 409, 416, _404="No such evaluation, or no dataset export was asked for.",
+                                       _409="The latest export is not ready (queued, running or failed).")},
+                   summary="The LeRobot dataset as a zip (one folder: meta/, data/, videos/); honours Range requests")
+    def get(self, request, public_id: str):
+        evaluation = self.get_evaluation(public_id)
+        export = latest_export(evaluation)
+        if export is None:
+            return error_response(404, "not_found", f"no dataset export of {public_id} was asked for yet: POST "
+                                  f"/v1/evaluations/{public_id}/lerobot-dataset")
+        if export.status != DatasetExport.Status.READY:
+            document = export_document(export)
+            reason = f": {document['error']}" if document["error"] else "; poll GET …/lerobot-dataset until it is ready"
+            return error_response(409, "conflict", f"the dataset export is {document['status']}{reason}")
+        try:
+            response = ranged_file_response(request, export.file.name, content_type="application/zip")
+        except FileNotFoundError:
+            return error_response(404, "not_found", "the dataset's zip is missing from storage; POST again to rebuild")
+        if response.status_code == 416:
+            size = response["Content-Range"]
+            return error_response(416, "range_not_satisfiable", f"the range lies outside the zip (Content-Range: {size})",
+                                  headers={"Content-Range": size})
+        response["Content-Disposition"] = f'attachment; filename="{public_id}-lerobot.zip"'
+        return response

@@ -1,0 +1,223 @@
+"""An evaluation's recorded episodes as a LeRobotDataset: what may be exported, the export job, its document.
+
+Exporting takes longer than a request should (importing lerobot and torch alone takes 5–15 s here, then a PNG per
+image per frame), so ``POST …/lerobot-dataset`` records a :class:`~evaluations.models.DatasetExport` and a Celery
+task (``evaluations.build_dataset_export``, maintenance queue) builds it: it copies the recorded steps out of
+storage, runs :mod:`evaluations.datasets.lerobot_writer` on the lerobot venv's interpreter with the Hugging Face
+Hub turned off, zips the dataset folder and stores the zip, which ``GET …/lerobot-dataset.zip`` serves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from ..choices import EpisodeStatus
+from ..models import DatasetExport, Episode, Evaluation
+from ..prebuilt.smolvla import OFFLINE_ENV
+from ..runs import dispatch
+from .lerobot_frames import IMAGE_MODES
+from ..runs.recording import FPS
+
+__all__ = ["ExportRefused", "IMAGE_MODES", "SETUP_SCRIPT", "build_export", "export_document", "latest_export",
+           "request_export"]
+
+SETUP_SCRIPT = "scripts/setup-lerobot.sh"
+#: The writer's time limit; an export running longer than this (plus a minute) is taken for lost and may be redone.
+WRITE_TIMEOUT_SECONDS = 3600
+KIND = "lerobot"
+
+
+@dataclass
+class ExportRefused(Exception):
+    """Why an evaluation cannot be exported now: an HTTP status, an error code and words saying what to do."""
+
+    status: int
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def lerobot_python() -> str | None:
+    """The lerobot venv's interpreter (``settings.RLMESH_PYTHON_ENVS["lerobot"]``) when it is installed, else None."""
+    python = settings.RLMESH_PYTHON_ENVS.get("lerobot")
+    return python if python and Path(python).exists() else None
+
+
+def recorded_episodes(evaluation: Evaluation):
+    """The evaluation's completed episodes that kept their steps, in dataset order (workload, then index)."""
+    return (Episode.objects.filter(evaluation=evaluation, status=EpisodeStatus.COMPLETED).exclude(steps_file="")
+            .select_related("workload", "workload__env_version").order_by("workload__index", "index"))
+
+
+def check_exportable(evaluation: Evaluation) -> None:
+    """Raise ExportRefused unless ``evaluation`` has ended, kept the steps of an episode, and the lerobot venv is
+    installed on this host (409, 409, 503)."""
+    if not evaluation.is_terminal:
+        raise ExportRefused(409, "conflict", f"evaluation {evaluation.public_id} is {evaluation.status}; a dataset is "
+                            "exported once it has ended")
+    if not recorded_episodes(evaluation).exists():
+        raise ExportRefused(409, "steps_not_recorded", f"evaluation {evaluation.public_id} kept no episode's steps: "
+                            'submit it again with "recordSteps": "all" (or "first:N") on its tasks; only those '
+                            "episodes can be exported as a dataset")
+    if lerobot_python() is None:
+        raise ExportRefused(503, "lerobot_unavailable", "the lerobot environment is not installed on this platform "
+                            f"({settings.RLMESH_PYTHON_ENVS.get('lerobot')}); an operator runs {SETUP_SCRIPT}")
+
+
+def latest_export(evaluation: Evaluation) -> DatasetExport | None:
+    return evaluation.dataset_exports.filter(kind=KIND).order_by("-created_at", "-id").first()
+
+
+def _lost(export: DatasetExport) -> bool:
+    started = export.started_at or export.created_at
+    return (export.status in (DatasetExport.Status.QUEUED, DatasetExport.Status.RUNNING)
+            and (timezone.now() - started).total_seconds() > WRITE_TIMEOUT_SECONDS + 60)
+
+
+def request_export(evaluation: Evaluation, *, images: str = "image") -> tuple[DatasetExport, bool]:
+    """The export of ``evaluation`` with ``images`` storage: the latest one when it is ready or under way with the same
+    ``images``, else a new one, sent to a worker; ``(export, created)``. Raises ExportRefused (check_exportable), and
+    ValueError for an ``images`` mode not in IMAGE_MODES."""
+    if images not in IMAGE_MODES:
+        raise ValueError(f'"{images}" is not an image storage; use one of {", ".join(IMAGE_MODES)}')
+    check_exportable(evaluation)
+    latest = latest_export(evaluation)
+    if (latest is not None and latest.meta.get("images") == images and latest.status != DatasetExport.Status.FAILED
+            and not _lost(latest)):
+        return latest, False
+    with transaction.atomic():
+        export = DatasetExport.objects.create(evaluation=evaluation, kind=KIND, meta={"images": images})
+        dispatch.send_dataset_export(export.pk)
+    return export, True
+
+
+def export_document(export: DatasetExport) -> dict:
+    """The API's view of an export: ``id``, ``status`` (queued|running|ready|failed), ``images``, ``error``,
+    ``episodes``, ``frames``, ``bytes``, ``features``, ``fps``, ``repoId``, ``lerobotVersion``, ``buildSeconds``,
+    ``downloadUrl`` (when ready), ``createdAt``, ``startedAt``, ``finishedAt``."""
+    meta = export.meta
+    ready = export.status == DatasetExport.Status.READY
+    public_id = export.evaluation.public_id
+    return {
+        "id": export.pk, "status": "failed" if _lost(export) else export.status, "images": meta.get("images", "image"),
+        "error": export.error or ("the export's worker stopped before it ended; ask again" if _lost(export) else None),
+        **{key: meta.get(key) for key in ("episodes", "frames", "bytes", "features", "fps", "repoId",
+                                          "lerobotVersion", "buildSeconds")},
+        "downloadUrl": reverse("evaluations-api:lerobot-dataset-zip", args=[public_id]) if ready else None,
+        "createdAt": export.created_at, "startedAt": export.started_at, "finishedAt": export.finished_at,
+    }
+
+
+def _manifest(evaluation: Evaluation, export: DatasetExport, work: Path) -> dict:
+    """The writer's manifest (:mod:`.lerobot_writer`), the recorded steps copied from storage into ``work``."""
+    episodes, fps = [], None
+    for episode in recorded_episodes(evaluation):
+        workload = episode.workload
+        path = work / "steps" / f"w{workload.index:03d}-e{episode.index:05d}.npz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with default_storage.open(episode.steps_file.name, "rb") as src, open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        fps = fps or episode.steps_meta.get("fps")
+        episodes.append({"file": str(path), "task": workload.instruction or workload.task_id, "meta": {
+            "episodeId": episode.pk, "workload": workload.index, "index": episode.index, "model": workload.model_ref,
+            "env": workload.env_ref, "taskId": workload.task_id, "seed": episode.seed, "success": episode.success,
+            "steps": episode.steps, "reward": episode.reward, "stopCondition": episode.stop_condition,
+            "perturbation": episode.perturbation or None}})
+    return {"root": str(work / evaluation.public_id), "repoId": f"rlmesh/{evaluation.public_id}",
+            "fps": fps or FPS, "images": export.meta.get("images", "image"), "robotType": None, "episodes": episodes,
+            "extra": {"evaluation": evaluation.public_id, "name": evaluation.label,
+                      "successFrom": "Episode.success: the platform's verdict (docs/using/request.md)"}}
+
+
+def _write(manifest: dict, work: Path) -> dict:
+    """Run the writer on the lerobot venv; its summary. Raises RuntimeError with the writer's words on failure."""
+    python = lerobot_python()
+    if python is None:
+        raise RuntimeError(f"the lerobot environment is not installed; an operator runs {SETUP_SCRIPT}")
+    (work / "manifest.json").write_text(json.dumps(manifest))
+    home = work / "home"
+    home.mkdir(exist_ok=True)
+    env = {**os.environ, **OFFLINE_ENV, "HOME": str(home), "HF_HOME": str(home / "hf"),
+           "HF_LEROBOT_HOME": str(home / "lerobot"), "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(settings.BASE_DIR), os.environ.get("PYTHONPATH", "")) if p)}
+    proc = subprocess.run([python, "-m", "evaluations.datasets.lerobot_writer", str(work / "manifest.json")],
+                          env=env, cwd=str(work), capture_output=True, text=True, timeout=WRITE_TIMEOUT_SECONDS)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-12:])
+        raise RuntimeError(tail if proc.returncode == 2 else f"the LeRobot writer failed (exit {proc.returncode}):\n{tail}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _zip(root: Path, path: Path) -> None:
+    """Zip the dataset folder ``root`` under its own name (PNG and parquet stored as they are: already compressed)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for file in sorted(p for p in root.rglob("*") if p.is_file()):
+            kind = zipfile.ZIP_STORED if file.suffix in (".parquet", ".mp4", ".png") else zipfile.ZIP_DEFLATED
+            archive.write(file, f"{root.name}/{file.relative_to(root)}", compress_type=kind)
+
+
+def _claim(export_id: int) -> DatasetExport | None:
+    claimed = DatasetExport.objects.filter(pk=export_id, status=DatasetExport.Status.QUEUED).update(
+        status=DatasetExport.Status.RUNNING, started_at=timezone.now())
+    return DatasetExport.objects.select_related("evaluation__organization").get(pk=export_id) if claimed else None
+
+
+def build_export(export_id: int) -> str | None:
+    """Build a queued export (the module docstring); its final status, or None when it was not queued (a duplicate
+    delivery). A failure is recorded on the export, never raised."""
+    export = _claim(export_id)
+    if export is None:
+        return None
+    evaluation = export.evaluation
+    t0 = time.monotonic()
+    try:
+        with tempfile.TemporaryDirectory(prefix="rlmesh-dataset-") as tmp:
+            work = Path(tmp)
+            manifest = _manifest(evaluation, export, work)
+            summary = _write(manifest, work)
+            archive = work / f"{evaluation.public_id}-lerobot.zip"
+            _zip(Path(manifest["root"]), archive)
+            size = archive.stat().st_size
+            if size > evaluation.organization.storage_left():
+                raise RuntimeError(f"the dataset ({size} bytes) is larger than what is left of the organization's "
+                                   "storage quota (RLMESH_ORG_STORAGE_QUOTA_BYTES)")
+            with open(archive, "rb") as fh:
+                stored = default_storage.save(f"datasets/{evaluation.public_id}/{archive.name}", File(fh, name=archive.name))
+    except Exception as exc:  # noqa: BLE001 - the export fails, with its reason, and the worker goes on
+        DatasetExport.objects.filter(pk=export.pk).update(status=DatasetExport.Status.FAILED, error=str(exc)[:4000],
+                                                          finished_at=timezone.now())
+        return DatasetExport.Status.FAILED
+    evaluation.organization.add_storage(size)
+    meta = {**export.meta, **summary, "bytes": size, "fps": manifest["fps"], "repoId": manifest["repoId"],
+            "buildSeconds": round(time.monotonic() - t0, 1)}
+    DatasetExport.objects.filter(pk=export.pk).update(status=DatasetExport.Status.READY, file=stored, meta=meta,
+                                                      finished_at=timezone.now())
+    _drop_older(export)
+    return DatasetExport.Status.READY
+
+
+def _drop_older(export: DatasetExport) -> None:
+    """Delete the zips of the evaluation's earlier exports (only the latest is served) and give their bytes back to
+    the organization's quota."""
+    older = DatasetExport.objects.filter(evaluation_id=export.evaluation_id, kind=export.kind, pk__lt=export.pk).exclude(file="")
+    for old in older:
+        default_storage.delete(old.file.name)
+        export.evaluation.organization.add_storage(-int(old.meta.get("bytes") or 0))
+        DatasetExport.objects.filter(pk=old.pk).update(file="")
