@@ -18,7 +18,7 @@ from tests.api.test_lerobot_dataset_api import _read
 from tests.test_execution import _no_heartbeat_thread, create, episodes, run_all  # noqa: F401 (autouse)
 from tests.test_libero_expert import LIBERO_PYTHON
 
-pytestmark = [pytest.mark.live, pytest.mark.django_db]
+pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.django_db]
 
 #: The expert's shortest libero_object tasks (87 and 94 mean steps, 50/50 each: docs/using/libero-expert.md).
 TASKS = ("libero_object/9", "libero_object/2")
