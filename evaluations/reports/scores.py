@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db.models import Avg, Count, F, Q, Sum
 
-from .agents import agent_metrics
+from .agents import agent_env_versions, agent_metrics
 from ..domain import scoring
 from ..domain.profiles import task_mean_profile
 from ..choices import EpisodeStatus
@@ -97,7 +97,8 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
     last one's end; per-step ``latencyMs`` p50/p95 of model predict and env step (from per-episode
     histograms); ``queueWaitSeconds`` (shard queued → started); ``serverStartSeconds`` per server kind;
     ``videos``: how many episodes have a video, their size (bytes) and encode/render time (ms) per episode;
-    ``agent``: token usage and endpoint time of agent rollouts, per run and per task (null without any).
+    ``agent``: token usage and endpoint time of agent rollouts, per run and per task (null without any recorded
+    rollout; a rollout whose servers never started counts, with nothing measured).
     """
     eps = list(
         Episode.objects.filter(evaluation=evaluation).values(
@@ -139,5 +140,6 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
             "encodeMsPerEpisode": _dist([v["encodeMs"] for v in videos if "encodeMs" in v]),
             "renderMsPerEpisode": _dist([v["renderMs"] for v in videos if "renderMs" in v]),
         },
-        "agent": agent_metrics(evaluation) if any(e["agent"] for e in eps) else None,
+        "agent": agent_metrics(evaluation) if eps and (any(e["agent"] for e in eps) or evaluation.workloads.filter(
+            env_version_id__in=agent_env_versions(evaluation.organization)).exists()) else None,
     }

@@ -34,8 +34,9 @@ def agent_overview(evaluation: Evaluation) -> dict:
         return {}
     results = evaluation_results(evaluation)
     usage = agent_usage(results)
+    # Outcome counts as soon as any rollout has a result (a cancelled run's unrun rollouts too); usage once one ran.
     return {"agent_usage": usage if usage["rollouts"] else None,
-            "agent_summary": agent_summary(results) if usage["rollouts"] else None,
+            "agent_summary": agent_summary(results) if results else None,
             "webhook_url": evaluation.webhook_url, "deliveries": list(evaluation.webhook_deliveries.all())}
 
 
