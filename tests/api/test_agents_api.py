@@ -433,6 +433,15 @@ def test_list_filters_by_environment_and_pages_with_a_cursor(api):
     assert detail["env_id"] == "miniwob" and detail["model"] == "prebuilt/random"
 
 
+def test_a_bad_cursor_names_the_lists_own_next_cursor_field(api):
+    r = api.get("/agents/evaluations?cursor=not-a-cursor")
+    assert r.status_code == 400
+    assert error_of(r)["details"] == [{"path": "cursor",
+                                       "message": "invalid cursor; pass the next_cursor of the previous page"}]
+    v1 = api.get("/v1/evaluations?cursor=not-a-cursor")  # /v1 is camelCase: its lists answer nextCursor
+    assert v1.status_code == 400 and "pass the nextCursor of" in error_of(v1)["details"][0]["message"]
+
+
 def test_an_agent_run_is_an_ordinary_v1_evaluation(api):
     data = submit(api, endpoint__key=SECRET)
     listed = api.get("/v1/evaluations").json()["items"]
