@@ -90,6 +90,15 @@ def _dist(values: list[float]) -> dict:
     }
 
 
+def _has_agent_rollouts(evaluation: Evaluation, eps: list[dict]) -> bool:
+    """Whether ``eps`` (values with ``status`` and ``agent``) hold agent rollouts: one has an agent summary, or
+    (queried only then) errored ones are on an agent env, such as rollouts whose servers never started."""
+    if any(e["agent"] for e in eps):
+        return True
+    return any(e["status"] == EpisodeStatus.ERROR for e in eps) and evaluation.workloads.filter(
+        env_version_id__in=agent_env_versions(evaluation.organization)).exists()
+
+
 def evaluation_metrics(evaluation: Evaluation) -> dict:
     """Throughput and timing rollups over every task.
 
@@ -140,6 +149,5 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
             "encodeMsPerEpisode": _dist([v["encodeMs"] for v in videos if "encodeMs" in v]),
             "renderMsPerEpisode": _dist([v["renderMs"] for v in videos if "renderMs" in v]),
         },
-        "agent": agent_metrics(evaluation) if eps and (any(e["agent"] for e in eps) or evaluation.workloads.filter(
-            env_version_id__in=agent_env_versions(evaluation.organization)).exists()) else None,
+        "agent": agent_metrics(evaluation) if _has_agent_rollouts(evaluation, eps) else None,
     }
