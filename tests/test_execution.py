@@ -13,6 +13,7 @@ from evaluations.runs import lifecycle as svc
 from evaluations.runs import loop as execution
 from evaluations.runs import reaper, workers
 from evaluations.planning import plan_evaluation
+from evaluations.reports.scores import evaluation_scores
 from tests.conftest import CARTPOLE_TASK, cartpole_request
 
 pytestmark = pytest.mark.django_db
@@ -198,7 +199,7 @@ def test_a_hung_env_times_out_instead_of_hanging_the_shard(tenant_a, settings):
     run_all(evaluation)
     assert (timezone.now() - started).total_seconds() < 30
     eps = episodes(evaluation)
-    assert eps[0].status == "error" and "timed out" in eps[0].error
+    assert eps[0].status == "error" and "timed out" in eps[0].error and (eps[0].success, eps[0].reward) == (None, None)
     assert eps[1].status == "completed" and eps[1].success_source == "undefined"  # no flag, no criterion: no guess
     assert evaluation.status == EvaluationStatus.COMPLETED
 
@@ -211,6 +212,10 @@ def test_an_env_that_cannot_start_fails_the_evaluation_quickly(tenant_a):
     eps = episodes(evaluation)
     assert len(eps) == 5 and all(e.status == "error" for e in eps)
     assert "server start failed" in eps[0].error and "not run: servers failed to start" in eps[4].error
+    # Not run: no verdict and no return, so nothing enters a success rate or a mean (counted in errors).
+    assert all((e.success, e.reward) == (None, None) for e in eps)
+    (group,) = evaluation_scores(evaluation)["groups"]
+    assert (group["episodes"], group["errors"], group["successRate"], group["meanReward"]) == (0, 5, None, None)
     assert evaluation.status == EvaluationStatus.FAILED
     assert evaluation.logs.filter(message__contains="this env cannot be built").exists()
 

@@ -13,6 +13,9 @@ depth (children under their parent)::
   the element's own text, ``value=`` the value of a text input or textarea, ``checked`` for a checked checkbox
   or radio (their ``value=`` is never shown), ``focused`` for the element that has the keyboard focus.
 - Quoted strings use single quotes; ``\\``, ``'`` and line breaks inside them are escaped as ``\\\\``, ``\\'``, ``\\n``.
+- The text and the value show at most 256 characters (miniwob's cut). A longer one is followed by
+  ``(text cut: 256 of <n> chars shown)`` / ``(value cut: 256 of <n> chars shown)``, ``n`` its full length, so
+  the agent knows the quoted part is only the start (``text_chars`` / ``value_chars`` in the raw JSON).
 
 Example (login-user)::
 
@@ -43,7 +46,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-__all__ = ["SYSTEM_PROMPT", "first_user_message", "raw_message", "render_element", "render_elements", "tool_message"]
+__all__ = ["SHOWN_CHARS", "SYSTEM_PROMPT", "first_user_message", "mark_cut", "raw_message", "render_element",
+           "render_elements", "tool_message"]
 
 SYSTEM_PROMPT = (
     "You operate a web page to achieve the GOAL. Each turn you see the page as a list of elements, one per line: "
@@ -53,6 +57,23 @@ SYSTEM_PROMPT = (
 )
 
 _CHECKABLE = ("input_checkbox", "input_radio")
+#: How many characters of an element's text and value are shown (miniwob's ``TEXT_MAX_LENGTH``).
+SHOWN_CHARS = 256
+
+
+def mark_cut(element: dict, *, text: Any, value: Any) -> dict:
+    """``element`` (a raw element dict whose ``text`` / ``value`` were cut to :data:`SHOWN_CHARS`) with
+    ``text_chars`` / ``value_chars`` set to the full length of ``text`` / ``value`` (the page's own, uncut) where
+    that is longer than what is shown; returns the same dict."""
+    for key, full in (("text", text), ("value", value)):
+        if isinstance(full, str) and len(full) > SHOWN_CHARS:
+            element[f"{key}_chars"] = len(full)
+    return element
+
+
+def _cut_note(element: Mapping[str, Any], key: str) -> list[str]:
+    full = element.get(f"{key}_chars")
+    return [f"({key} cut: {len(str(element.get(key) or ''))} of {full} chars shown)"] if full else []
 
 
 def _quote(text: str) -> str:
@@ -78,7 +99,8 @@ def render_element(element: Mapping[str, Any]) -> str:
     """One element line without indentation, e.g. ``[6] input_text id=username value='kanesha' focused``.
 
     ``element`` is a raw element dict (the env's ``raw`` JSON): ``ref`` int, ``tag``, ``id``, ``classes``,
-    ``text`` strings, ``value`` string (bool for checkboxes/radios), ``focused`` bool; missing keys count as empty.
+    ``text`` strings, ``value`` string (bool for checkboxes/radios), ``focused`` bool, ``text_chars`` /
+    ``value_chars`` the full length of a cut text / value (:func:`mark_cut`); missing keys count as empty.
     """
     tag = str(element.get("tag") or "").lower()
     parts = [f"[{element.get('ref')}]", tag]
@@ -87,13 +109,13 @@ def render_element(element: Mapping[str, Any]) -> str:
     if element.get("classes"):
         parts.append(f"class={_quote(str(element['classes']))}")
     if element.get("text"):
-        parts.append(_quote(str(element["text"])))
+        parts += [_quote(str(element["text"])), *_cut_note(element, "text")]
     value = element.get("value")
     if tag in _CHECKABLE:
         if _checked(value):
             parts.append("checked")
     elif value not in (None, "", False):
-        parts.append(f"value={_quote(str(value))}")
+        parts += [f"value={_quote(str(value))}", *_cut_note(element, "value")]
     if element.get("focused"):
         parts.append("focused")
     return " ".join(parts)

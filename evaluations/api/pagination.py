@@ -13,7 +13,9 @@ from rest_framework.exceptions import ValidationError
 
 __all__ = ["CURSOR_PATTERNS", "decode_cursor", "encode_cursor", "newest_first_page", "page_limit", "query_value", "take_page"]
 
-_INVALID = "invalid cursor; pass the nextCursor of the previous page"
+#: The message of a cursor that does not decode, naming the field the list answered with (``nextCursor`` on /v1,
+#: ``next_cursor`` on the snake_case /agents family).
+_INVALID = "invalid cursor; pass the {field} of the previous page"
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -29,11 +31,12 @@ def encode_cursor(*key) -> str:
     return ".".join(str((v - _EPOCH) // timedelta(microseconds=1)) if isinstance(v, datetime) else str(v) for v in key)
 
 
-def decode_cursor(cursor: str, *types: type) -> list:
+def decode_cursor(cursor: str, *types: type, field: str = "nextCursor") -> list:
     """The sort key a cursor holds, one value per entry of ``types`` (``datetime`` or ``int``); ValidationError on
-    ``cursor`` unless it matches ``CURSOR_PATTERNS[types]``."""
+    ``cursor`` unless it matches ``CURSOR_PATTERNS[types]``, naming ``field`` (the response field that carries
+    the next cursor) as what to pass."""
     if not re.fullmatch(CURSOR_PATTERNS[types], cursor, flags=re.ASCII):
-        raise ValidationError({"cursor": [_INVALID]})
+        raise ValidationError({"cursor": [_INVALID.format(field=field)]})
     return [_EPOCH + timedelta(microseconds=int(part)) if kind is datetime else int(part)
             for part, kind in zip(cursor.split("."), types)]
 
@@ -67,14 +70,14 @@ def take_page(queryset, limit: int) -> tuple[list, bool]:
     return page[:limit], len(page) > limit
 
 
-def newest_first_page(queryset, request, limit: int) -> tuple[list, str | None]:
+def newest_first_page(queryset, request, limit: int, *, cursor_field: str = "nextCursor") -> tuple[list, str | None]:
     """One page of ``queryset`` ordered by ``(-created_at, -id)`` after ``?cursor=`` (keyset paging: stable while
     rows are added); returns ``(rows, next_cursor)``, ``next_cursor`` None on the last page. 400 on ``cursor`` if it
-    does not decode."""
+    does not decode, telling to pass ``cursor_field`` (the list's name for the next cursor)."""
     queryset = queryset.order_by("-created_at", "-id")
     cursor = query_value(request, "cursor")
     if cursor:
-        created_at, pk = decode_cursor(cursor, datetime, int)
+        created_at, pk = decode_cursor(cursor, datetime, int, field=cursor_field)
         queryset = queryset.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
     page, more = take_page(queryset, limit)
     last = page[-1] if page else None

@@ -24,6 +24,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from ..agents.observation import mark_cut
 from ..agents.tools import ENDPOINT_ERROR_TOOL, WAIT_MAX_MS, ToolCall, ToolCallError, parse_action
 
 __all__ = ["CHROME_FLAGS", "PROFILE_PREFIX", "PROXY_VARIABLES", "BrowserMissing", "action_config", "chromium_paths", "element_json",
@@ -138,11 +139,14 @@ def element_json(el: dict) -> dict[str, Any]:
 
 def elements_from_dom_info(dom_info: dict) -> list[dict[str, Any]]:
     """The elements of a ``core.getDOMInfo()`` tree, in document order, as :func:`element_json` dicts (miniwob's
-    own ``DOMElement`` and ``serialize_dom_element`` do the walking, exactly as for a MiniWoB page)."""
+    own ``DOMElement`` and ``serialize_dom_element`` do the walking, exactly as for a MiniWoB page). miniwob cuts
+    ``text`` and ``value`` at 256 characters; a cut one says its full length in ``text_chars`` / ``value_chars``
+    (:func:`evaluations.agents.observation.mark_cut`), so the agent is told it sees only the start."""
     from miniwob.dom import DOMElement
     from miniwob.observation import serialize_dom_element
 
-    return [element_json(serialize_dom_element(e)) for e in DOMElement(dom_info).subtree_elements]
+    return [mark_cut(element_json(serialize_dom_element(e)), text=e.text, value=e.value)
+            for e in DOMElement(dom_info).subtree_elements]
 
 
 def text_space(max_length: int) -> gym.spaces.Text:

@@ -2,10 +2,12 @@
 token usage and endpoint time summed per rollout, per task and per run, and the run's ``summary`` (outcome counts,
 success rate, pass@k and pass^k).
 
-A rollout the endpoint ended (``stop_condition`` ``rate_limited`` or ``endpoint_unavailable``) is the platform's
-failure to ask the agent, not the agent's failure: it is counted apart and left out of the success rate's
-denominator and of pass@k, as Inspect AI leaves errored samples unscored and AgentLab/BrowserGym count
-``err_msg`` episodes apart for relaunching (``docs/using/agent-metrics.md``).
+Every verdict is :func:`evaluations.domain.verdicts.rollout_verdict`'s: a rollout without evidence (cancelled before
+it ran, the endpoint gave up — ``rate_limited`` / ``endpoint_unavailable`` —, the env or the platform broke, or no
+check decided it, timed out or not) has ``task_passed`` and ``reward`` null, is counted apart by its reason
+(``counted_as``) and left out of the success rate's denominator and of pass@k, as Inspect AI leaves errored
+samples unscored and AgentLab/BrowserGym count ``err_msg`` episodes apart for relaunching
+(``docs/using/agent-metrics.md``).
 
 Any evaluation has a status document; one whose env's tasks are for agents (their scenarios declare ``tools``) is
 an agent evaluation, whether it came through ``/agents`` or ``/v1``. Rollout ids are ``<run_id>_<example>_<rollout>``
@@ -25,10 +27,12 @@ from ..agents.transport import FAILURE_KINDS, USAGE_FIELDS
 from ..choices import EpisodeStatus, EvaluationStatus, ImageKind, ShardStatus, StopCondition
 from ..domain.pass_k import pass_k_table
 from ..domain.scoring import wilson_interval
+from ..domain.verdicts import COUNTED_AS, Verdict, rollout_verdict
 from ..models import Episode, Evaluation, ImageVersion, Organization, Shard
 
 __all__ = ["STATUS_WORDS", "agent_env_versions", "agent_metrics", "agent_evaluations", "agent_summary", "agent_usage",
-           "episode_public_id", "find_rollout", "result_of", "rollout_id", "status_document", "usage_camel"]
+           "episode_public_id", "episode_verdict", "find_rollout", "result_of", "rollout_id", "status_document",
+           "timed_out", "usage_camel"]
 
 #: Evaluation status → the seed's status word.
 STATUS_WORDS = {
@@ -37,7 +41,8 @@ STATUS_WORDS = {
 }
 #: What the success rate's denominator holds (said in every summary).
 DENOMINATOR = ("scored rollouts (pass, fail, timeout); endpoint failures (rate_limited, endpoint_unavailable), "
-               "other errors, unverified and cancelled rollouts are counted apart and left out")
+               "other errors, unverified rollouts (timed out or not) and cancelled rollouts are counted apart and "
+               "left out")
 _ROLLOUT = re.compile(r"^(?P<run>[0-9a-f-]{36})_(?P<example>\d{1,6})_(?P<rollout>\d{1,9})$")
 
 
@@ -93,42 +98,45 @@ def _endpoint_failure(agent: dict) -> str | None:
     return "endpoint_unavailable" if agent.get("endpointError") or agent.get("ending") == "endpoint_error" else None
 
 
-def _outcome(e: Episode) -> tuple[str, str]:
-    """``(task_outcome, stop_condition)`` of a recorded rollout."""
-    ending = (e.agent or {}).get("ending")
+def timed_out(e: Episode) -> bool:
+    """Whether the page's timer or the wall-time cap ended the rollout."""
+    return (e.agent or {}).get("ending") == "timeout" or e.stop_condition == StopCondition.WALL_TIME
+
+
+def episode_verdict(e: Episode) -> Verdict:
+    """The verdict of a recorded rollout by the one rule (:func:`evaluations.domain.verdicts.rollout_verdict`)."""
+    errored = e.status == EpisodeStatus.ERROR
+    return rollout_verdict(errored=errored, endpoint_failure=_endpoint_failure(e.agent or {}) if errored else None,
+                           timed_out=timed_out(e), success=e.success, reward=e.reward)
+
+
+def _stop(e: Episode, verdict: Verdict) -> str:
+    """The seed's ``stop_condition`` of a recorded rollout: how it ended, whatever its verdict."""
     if e.status == EpisodeStatus.ERROR:
-        return "error", _endpoint_failure(e.agent or {}) or "error"
-    if ending == "timeout" or e.stop_condition == StopCondition.WALL_TIME:
-        return "timeout", "timeout"
-    # A completed rollout without a verdict (an open run with no verifiers and no judge) is unverified, never a
-    # guessed pass or fail.
-    passed = "unverified" if e.success is None else "pass" if e.success else "fail"
-    if e.stop_condition == StopCondition.MAX_STEPS or ending == "max_steps":
-        return passed, "max_steps"
-    return passed, "terminal_action"
-
-
-def _reward(e: Episode, outcome: str, stop: str) -> float | None:
-    if outcome == "unverified" or stop in FAILURE_KINDS:
-        return None
-    return max(float(e.reward), 0.0) if e.reward is not None else 0.0
+        return verdict.counted_as  # rate_limited, endpoint_unavailable or error
+    if timed_out(e):
+        return "timeout"
+    if e.stop_condition == StopCondition.MAX_STEPS or (e.agent or {}).get("ending") == "max_steps":
+        return "max_steps"
+    return "terminal_action"
 
 
 def result_of(e: Episode, run_id) -> dict:
     """One rollout as the seed's result object, plus extensions (``seed``, ``steps``, ``usage`` with cached and
     reasoning tokens, ``usage_missing_steps``, ``endpoint_ms``, ``retry_ms``, ``retry_after_ms``,
-    ``tool_call_errors``, ``transcript_url`` relative to ``/agents``). A rollout the endpoint ended has
-    ``task_passed`` and ``reward`` null: nothing was measured."""
+    ``tool_call_errors``, ``transcript_url`` relative to ``/agents``, ``counted_as``). ``task_outcome``,
+    ``task_passed``, ``reward`` and ``counted_as`` are :func:`episode_verdict`'s: a rollout without evidence (the
+    endpoint or the env broke it, or no check decided it) has ``task_passed`` and ``reward`` null."""
     w = e.workload
-    outcome, stop = _outcome(e)
+    verdict = episode_verdict(e)
+    stop = _stop(e, verdict)
     agent = e.agent or {}
     rid = rollout_id(run_id, w.index, e.index)
     usage = {k: (agent.get("usage") or {}).get(k) for k in USAGE_FIELDS} if agent.get("usageReported") else None
     return {
         "example_id": w.index, "rollout_id": rid, "episode_id": episode_public_id(run_id, w.index, e.index),
-        "task": w.task_id, "reward": _reward(e, outcome, stop),
-        "task_passed": None if outcome == "unverified" or stop in FAILURE_KINDS else outcome == "pass",
-        "task_outcome": outcome,
+        "task": w.task_id, "reward": verdict.reward, "task_passed": verdict.passed, "task_outcome": verdict.outcome,
+        "counted_as": verdict.counted_as,
         "is_completed": e.status == EpisodeStatus.COMPLETED and bool(e.terminated), "is_truncated": stop == "max_steps",
         "stop_condition": stop, "verifiers": list(e.verifiers or []), "error": e.error or None,
         "seed": e.seed, "steps": e.steps, "usage": usage, "usage_missing_steps": int(agent.get("usageMissingSteps") or 0),
@@ -142,8 +150,10 @@ def result_of(e: Episode, run_id) -> dict:
 
 def _not_run(run_id, w, index: int) -> dict:
     rid = rollout_id(run_id, w.index, index)
+    verdict = rollout_verdict(ran=False)
     return {"example_id": w.index, "rollout_id": rid, "episode_id": episode_public_id(run_id, w.index, index),
-            "task": w.task_id, "reward": 0.0, "task_passed": False, "task_outcome": "error", "is_completed": False,
+            "task": w.task_id, "reward": verdict.reward, "task_passed": verdict.passed,
+            "task_outcome": verdict.outcome, "counted_as": verdict.counted_as, "is_completed": False,
             "is_truncated": False, "stop_condition": "cancelled", "verifiers": [],
             "error": "not run: the run was cancelled", "seed": w.seed_for(index), "steps": 0, "usage": None,
             "usage_missing_steps": 0, "endpoint_ms": None, "retry_ms": None, "retry_after_ms": None,
@@ -172,7 +182,7 @@ def _sum(rows: list[dict]) -> dict:
     steps = sum(r["steps"] for r in rows)
     endpoint = round(sum(r["endpoint_ms"] or 0 for r in rows), 3)
     return {"rollouts": len(rows), "passed": sum(r["task_passed"] is True for r in rows),
-            "unverified": sum(r["task_outcome"] == "unverified" for r in rows), "steps": steps, **usage,
+            "unverified": sum(r["counted_as"] == "unverified" for r in rows), "steps": steps, **usage,
             "usage_missing_steps": missing, "usage_partial": bool(missing) and any(r["usage"] for r in rows),
             "endpoint_ms": endpoint, "endpoint_ms_per_step": round(endpoint / steps, 3) if steps else None,
             "retry_ms": round(sum(r["retry_ms"] or 0 for r in rows), 3),
@@ -188,7 +198,7 @@ def agent_usage(results: list[dict]) -> dict:
     answered without usage, so the sums cover fewer steps than ran. ``endpoint_ms`` is the time waiting on the
     answers used, ``retry_ms`` the time lost to failed attempts and backoff (``retry_after_ms`` of it asked for by
     ``Retry-After``)."""
-    ran = [r for r in results if r["stop_condition"] != "cancelled"]
+    ran = [r for r in results if r["counted_as"] != "cancelled"]
     tasks: dict[str, list[dict]] = {}
     for r in ran:
         tasks.setdefault(r["task"], []).append(r)
@@ -204,14 +214,14 @@ def agent_summary(results: list[dict]) -> dict:
     for every k up to the smallest n (null without any scored task; ``tasks_without_scored_rollouts`` counts the
     tasks left out). ``tool_call_errors`` sums the named unreadable replies over rollouts.
     """
-    cancelled = [r for r in results if r["stop_condition"] == "cancelled"]
-    ran = [r for r in results if r["stop_condition"] != "cancelled"]
-    scored = [r for r in ran if r["task_outcome"] in ("pass", "fail", "timeout")]
-    passed = sum(r["task_outcome"] == "pass" for r in scored)
+    counted = {kind: [r for r in results if r["counted_as"] == kind] for kind in COUNTED_AS}
+    ran = [r for r in results if r["counted_as"] != "cancelled"]
+    scored = counted["scored"]
+    passed = sum(r["task_passed"] is True for r in scored)
     by_task: dict[int, list[int]] = {r["example_id"]: [0, 0] for r in ran}
     for r in scored:
         by_task[r["example_id"]][0] += 1
-        by_task[r["example_id"]][1] += r["task_outcome"] == "pass"
+        by_task[r["example_id"]][1] += r["task_passed"] is True
     tool_errors: dict[str, int] = {}
     for r in ran:
         for code, n in r["tool_call_errors"].items():
@@ -221,10 +231,9 @@ def agent_summary(results: list[dict]) -> dict:
         "rollouts": len(ran), "scored": len(scored), "passed": passed,
         "failed": sum(r["task_outcome"] == "fail" for r in scored),
         "timeouts": sum(r["task_outcome"] == "timeout" for r in scored),
-        "unverified": sum(r["task_outcome"] == "unverified" for r in ran),
-        "endpoint_failures": {kind: sum(r["stop_condition"] == kind for r in ran) for kind in FAILURE_KINDS},
-        "errors": sum(r["task_outcome"] == "error" and r["stop_condition"] not in FAILURE_KINDS for r in ran),
-        "cancelled": len(cancelled),
+        "unverified": len(counted["unverified"]),
+        "endpoint_failures": {kind: len(counted[kind]) for kind in FAILURE_KINDS},
+        "errors": len(counted["error"]), "cancelled": len(counted["cancelled"]),
         "success_rate": passed / len(scored) if scored else None,
         "success_rate_ci": list(wilson_interval(passed, len(scored))) if scored else None,
         "success_rate_denominator": DENOMINATOR,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db.models import Avg, Count, F, Q, Sum
 
-from .agents import agent_metrics
+from .agents import agent_env_versions, agent_metrics
 from ..domain import scoring
 from ..domain.profiles import task_mean_profile
 from ..choices import EpisodeStatus
@@ -90,6 +90,15 @@ def _dist(values: list[float]) -> dict:
     }
 
 
+def _has_agent_rollouts(evaluation: Evaluation, eps: list[dict]) -> bool:
+    """Whether ``eps`` (values with ``status`` and ``agent``) hold agent rollouts: one has an agent summary, or
+    (queried only then) errored ones are on an agent env, such as rollouts whose servers never started."""
+    if any(e["agent"] for e in eps):
+        return True
+    return any(e["status"] == EpisodeStatus.ERROR for e in eps) and evaluation.workloads.filter(
+        env_version_id__in=agent_env_versions(evaluation.organization)).exists()
+
+
 def evaluation_metrics(evaluation: Evaluation) -> dict:
     """Throughput and timing rollups over every task.
 
@@ -97,7 +106,8 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
     last one's end; per-step ``latencyMs`` p50/p95 of model predict and env step (from per-episode
     histograms); ``queueWaitSeconds`` (shard queued → started); ``serverStartSeconds`` per server kind;
     ``videos``: how many episodes have a video, their size (bytes) and encode/render time (ms) per episode;
-    ``agent``: token usage and endpoint time of agent rollouts, per run and per task (null without any).
+    ``agent``: token usage and endpoint time of agent rollouts, per run and per task (null without any recorded
+    rollout; a rollout whose servers never started counts, with nothing measured).
     """
     eps = list(
         Episode.objects.filter(evaluation=evaluation).values(
@@ -139,5 +149,5 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
             "encodeMsPerEpisode": _dist([v["encodeMs"] for v in videos if "encodeMs" in v]),
             "renderMsPerEpisode": _dist([v["renderMs"] for v in videos if "renderMs" in v]),
         },
-        "agent": agent_metrics(evaluation) if any(e["agent"] for e in eps) else None,
+        "agent": agent_metrics(evaluation) if _has_agent_rollouts(evaluation, eps) else None,
     }

@@ -20,9 +20,9 @@ list of typed, timed events, in the manner of Inspect AI's sample transcripts (S
   (``exception``, with its traceback), or the episode's time running out during a model call (``kind: timeout``;
   the call's ``model`` event comes first when its answer came, and its action is never executed).
 - ``judge`` (open runs judged by an endpoint): the judge call's ``request``, ``reply``, ``latencyMs``, ``usage``.
-- ``score``: how it ended: ``reward``, ``rawReward``, ``passed`` (null: unverified), ``stopCondition`` (the status
-  document's word: ``terminal_action``, ``max_steps``, ``timeout``, ``error``, ``rate_limited``,
-  ``endpoint_unavailable``),
+- ``score``: how it ended: ``reward``, ``rawReward``, ``passed`` (null: no verdict), ``outcome`` and ``countedAs``
+  (:func:`~evaluations.domain.verdicts.rollout_verdict`), ``stopCondition`` (the status document's word:
+  ``terminal_action``, ``max_steps``, ``timeout``, ``error``, ``rate_limited``, ``endpoint_unavailable``),
   ``verifiers``, and ``finalState`` (the shop's whole state after the last step; null for MiniWoB).
 
 Every event has ``type``, ``step`` and ``t`` (seconds since the episode started). The file is JSON in Django's
@@ -51,6 +51,7 @@ from ..agents.transport import FAILURE_KINDS, USAGE_FIELDS
 from ..choices import EpisodeStatus, StopCondition
 from ..crypto import SecretUnreadable, decrypt
 from ..domain.text import nul_free
+from ..domain.verdicts import rollout_verdict
 from ..runtime.base import RuntimeBackendError
 from .verdicts import decide, env_verifiers
 
@@ -256,26 +257,41 @@ class TranscriptRecorder:
             return "max_steps"
         return "terminated" if fields.get("terminated") else "other"
 
+    def _verifiers(self, fields: dict, ending: str, raw: float) -> tuple[dict, list[dict], dict | None]:
+        """``(fields, verifiers, judge trace)`` of a rollout that ran to its end: the env's own checks (the shop,
+        else its judge, :func:`~evaluations.runs.verdicts.decide`), else MiniWoB's page reward."""
+        verifiers = env_verifiers(self.last_info)
+        if verifiers is None:
+            ended = ending in ("finish", "page") or bool(self.last_info.get("timed_out"))
+            return fields, [{"name": "page_reward", "kind": "page", "passed": ended and raw == 1.0, "score": raw,
+                             "detail": "the page's own reward check (core.endEpisode): 1 pass, -1 fail, partial "
+                             "between" if ended else "the page never ended the episode"}], None
+        goal = next((e.get("goal") or "" for e in self.events if e["type"] == "reset"), "")
+        return decide(fields, self.last_info, verifiers, evaluation=self.workload.evaluation, task=goal,
+                      events=self.events)
+
     def finish(self, fields: dict) -> dict:
         """The Episode fields with the agent's: the transcript file, ``agent`` summary and ``verifiers``; an
-        endpoint that stayed down makes the rollout an ``error`` with its reason."""
+        endpoint that stayed down makes the rollout an ``error`` with its reason. ``success`` and ``reward`` follow
+        :func:`~evaluations.domain.verdicts.rollout_verdict`: null without evidence (an error, no check decided),
+        ``success`` false for a timeout a check decided; an errored rollout has no verifiers (none decided it)."""
         ending = self._ending(fields)
         raw = float(self.last_info.get("raw_reward") or 0.0)
-        ended = ending in ("finish", "page") or bool(self.last_info.get("timed_out"))
-        verifiers = env_verifiers(self.last_info)  # the env's own checks (the shop), else MiniWoB's page reward
-        judge = None
-        if verifiers is None:
-            verifiers = [{"name": "page_reward", "kind": "page", "passed": ended and raw == 1.0, "score": raw,
-                          "detail": "the page's own reward check (core.endEpisode): 1 pass, -1 fail, partial between"
-                          if ended else "the page never ended the episode"}]
-        else:
-            goal = next((e.get("goal") or "" for e in self.events if e["type"] == "reset"), "")
-            fields, verifiers, judge = decide(fields, self.last_info, verifiers, evaluation=self.workload.evaluation,
-                                              task=goal, events=self.events)
         fields = dict(fields)
         if self.endpoint_error:
-            fields.update(status=EpisodeStatus.ERROR, stop_condition=StopCondition.ERROR, success=None,
+            fields.update(status=EpisodeStatus.ERROR, stop_condition=StopCondition.ERROR,
                           error=self.endpoint_error[:4000])
+        errored = fields.get("status") == EpisodeStatus.ERROR
+        verifiers, judge = [], None
+        if not errored:
+            fields, verifiers, judge = self._verifiers(fields, ending, raw)
+        verdict = rollout_verdict(errored=errored, endpoint_failure=self.endpoint_failure if self.endpoint_error
+                                  else None, timed_out=ending == "timeout", success=fields.get("success"),
+                                  reward=fields.get("reward"))
+        if verdict.scored:
+            fields["success"] = verdict.passed
+        else:
+            fields.update(success=None, success_source="", reward=None)
         if fields.get("error"):
             fields["error"] = redact(fields["error"], self.key)
         steps = sum(1 for e in self.events if e["type"] == "tool" or (e["type"] == "error" and e["kind"] == "endpoint"))
@@ -287,7 +303,8 @@ class TranscriptRecorder:
         if judge is not None:
             self._event("judge", steps, **judge)
         self._event("score", steps, reward=fields.get("reward"), rawReward=raw, passed=fields.get("success"),
-                    stopCondition=stop_condition_of(ending), ending=ending, verifiers=verifiers,
+                    outcome=verdict.outcome, countedAs=verdict.counted_as, stopCondition=stop_condition_of(ending),
+                    ending=ending, verifiers=verifiers,
                     finalState=self.last_info.get("shop_state"))
         fields.update(agent=summary, verifiers=verifiers, transcript=self._save(fields, summary))
         return fields

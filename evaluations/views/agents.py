@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from .. import webhooks
-from ..reports.agents import agent_summary, agent_usage, evaluation_results, rollout_id
+from ..reports.agents import agent_summary, agent_usage, episode_verdict, evaluation_results, rollout_id
 from ..choices import ADMIN_ROLES
 from ..models import Evaluation
 from ..runs.transcripts import is_agent_workload
@@ -34,8 +34,9 @@ def agent_overview(evaluation: Evaluation) -> dict:
         return {}
     results = evaluation_results(evaluation)
     usage = agent_usage(results)
+    # Outcome counts as soon as any rollout has a result (a cancelled run's unrun rollouts too); usage once one ran.
     return {"agent_usage": usage if usage["rollouts"] else None,
-            "agent_summary": agent_summary(results) if usage["rollouts"] else None,
+            "agent_summary": agent_summary(results) if results else None,
             "webhook_url": evaluation.webhook_url, "deliveries": list(evaluation.webhook_deliveries.all())}
 
 
@@ -80,7 +81,8 @@ def episode_transcript(request: HttpRequest, public_id: str, episode_id: int) ->
     score = next((e for e in reversed(events) if e.get("type") == "score"), {})
     context = {"evaluation": evaluation, "episode": episode, "document": document, "summary": document.get("summary")
                or {}, "steps": _steps(events), "final_state": score.get("finalState"),
-               "rollout_id": rollout_id(evaluation.run_id, episode.workload.index, episode.index)}
+               "rollout_id": rollout_id(evaluation.run_id, episode.workload.index, episode.index),
+               "verdict": episode_verdict(episode)}
     return render(request, "evaluations/episode_transcript.html", context)
 
 

@@ -130,7 +130,8 @@ def test_an_endpoint_error_makes_the_rollout_an_error_with_its_reason(tenant_a, 
     fields = rec.finish({"status": EpisodeStatus.COMPLETED, "reward": 0.0, "success": False, "truncated": True,
                          "stop_condition": StopCondition.TIME_LIMIT, "seed": 0})
     assert (fields["status"], fields["stop_condition"], fields["error"]) == ("error", "error", message)
-    assert fields["agent"]["ending"] == "endpoint_unavailable" and fields["verifiers"][0]["passed"] is False
+    assert fields["agent"]["ending"] == "endpoint_unavailable" and fields["verifiers"] == []
+    assert (fields["success"], fields["reward"]) == (None, None)  # nothing measured: no verdict, no return
     rec = TranscriptRecorder(evaluation=evaluation, workload=evaluation.workloads.get(), index=1)
     rec.on_reset(_obs(0), {}, seed=0)
     rec.on_step(1, json.dumps({"tool": "__endpoint_error__", "failure": "rate_limited",

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from evaluations.agents.observation import first_user_message, raw_message, render_elements, tool_message
+from evaluations.agents.observation import (
+    SHOWN_CHARS, first_user_message, mark_cut, raw_message, render_elements, tool_message,
+)
 from evaluations.agents.tools import (ENDPOINT_ERROR_TOOL, TOOL_NAMES, TOOL_SCHEMAS, ToolCall, ToolCallError,
                                       from_openai_tool_calls, from_reply_text, parse_action, tool_definitions,
                                       tools_prompt, validate_call)
@@ -47,6 +49,20 @@ def test_it_accepts_the_string_form_of_checkbox_values():
     assert render_elements([{"ref": 5, "parent": 0, "tag": "INPUT_checkbox", "value": "True"}]) == \
         "[5] input_checkbox checked"
     assert render_elements([]) == ""
+
+
+def test_a_cut_text_or_value_says_so_and_how_long_it_was():
+    from miniwob.constants import TEXT_MAX_LENGTH
+
+    assert SHOWN_CHARS == TEXT_MAX_LENGTH  # what miniwob's serializer keeps
+    long_value, long_text = "v" * 300, "t" * 257
+    element = mark_cut({"ref": 3, "parent": 0, "tag": "INPUT_text", "text": long_text[:256], "value": long_value[:256],
+                        "focused": True}, text=long_text, value=long_value)
+    assert (element["text_chars"], element["value_chars"]) == (257, 300)
+    assert render_elements([element]) == (f"[3] input_text '{'t' * 256}' (text cut: 256 of 257 chars shown) "
+                                          f"value='{'v' * 256}' (value cut: 256 of 300 chars shown) focused")
+    short = mark_cut({"ref": 4, "tag": "INPUT_text", "value": "x" * 256}, text=None, value="x" * 256)
+    assert "value_chars" not in short and render_elements([short]) == f"[4] input_text value='{'x' * 256}'"
 
 
 def test_it_lays_out_the_messages():

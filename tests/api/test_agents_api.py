@@ -333,6 +333,8 @@ def test_rollouts_map_to_the_seeds_outcomes(api, fields, expected):
         summary = doc["summary"]
         assert summary["endpoint_failures"][r["stop_condition"]] == 1 and summary["scored"] == 0
         assert (summary["failed"], summary["errors"], summary["success_rate"], summary["pass_k"]) == (0, 0, None, None)
+    elif r["task_outcome"] == "error":  # the env broke: nothing measured either, counted as an error
+        assert (r["task_passed"], r["reward"], doc["summary"]["errors"], doc["summary"]["scored"]) == (None, None, 1, 0)
     else:
         assert r["task_passed"] is False and r["reward"] == 0.0
 
@@ -403,6 +405,10 @@ def test_delete_cancels_and_keeps_finished_rollouts_then_refuses_with_409(api):
     results = r.json()["evaluations"][0]["results"]
     assert [x["stop_condition"] for x in results] == ["terminal_action", "cancelled", "cancelled", "cancelled"]
     assert results[0]["task_passed"] is True
+    # Not run: no verdict and no reward, counted as cancelled and in no rate.
+    assert {(x["task_passed"], x["reward"], x["counted_as"]) for x in results[1:]} == {(None, None, "cancelled")}
+    summary = r.json()["summary"]
+    assert (summary["cancelled"], summary["scored"], summary["success_rate"]) == (3, 1, 1.0)
     again = api.delete(f"/agents/evaluations/run/{data['run_id']}")
     assert again.status_code == 409
     assert "already cancelled" in error_of(again)["message"]
@@ -425,6 +431,15 @@ def test_list_filters_by_environment_and_pages_with_a_cursor(api):
     assert api.get("/agents/evaluations?environment_id=classic-control").json()["items"] == []
     detail = api.get(f"/agents/evaluations/{v1['id']}").json()
     assert detail["env_id"] == "miniwob" and detail["model"] == "prebuilt/random"
+
+
+def test_a_bad_cursor_names_the_lists_own_next_cursor_field(api):
+    r = api.get("/agents/evaluations?cursor=not-a-cursor")
+    assert r.status_code == 400
+    assert error_of(r)["details"] == [{"path": "cursor",
+                                       "message": "invalid cursor; pass the next_cursor of the previous page"}]
+    v1 = api.get("/v1/evaluations?cursor=not-a-cursor")  # /v1 is camelCase: its lists answer nextCursor
+    assert v1.status_code == 400 and "pass the nextCursor of" in error_of(v1)["details"][0]["message"]
 
 
 def test_an_agent_run_is_an_ordinary_v1_evaluation(api):

@@ -191,6 +191,18 @@ def test_typing_and_enter_submit_a_search_and_form_values_are_state(env):
     assert [v["passed"] for v in info["verifiers"]] == [True, True]
 
 
+def test_a_typed_value_longer_than_what_is_shown_says_it_was_cut(env):
+    env.configure(open_task("Find earbuds.", profile_id="U_001", verifiers=[], max_steps=5))
+    obs, _ = env.reset(seed=0)
+    text = "earbuds " * 37 + "wired"  # 301 characters: the page keeps them all, the observation shows 256
+    obs, *_ = env.step(call("type_text", ref=ref_of(obs["dom"], "id=search-box"), text=text))
+    line = next(line for line in obs["dom"].splitlines() if "id=search-box" in line)
+    assert f"value='{text[:256]}' (value cut: 256 of 301 chars shown) focused" in line
+    (raw,) = [e for e in json.loads(obs["raw"])["dom_elements"] if e["id"] == "search-box"]
+    assert (raw["value"], raw["value_chars"]) == (text[:256], 301)
+    assert env.state_summary()["form"]["q"] == text
+
+
 def test_screenshots_and_render():
     env = Shop().make(task="shop.cart.t001", screenshot=True)
     try:

@@ -63,7 +63,7 @@ class AgentEvaluationListView(AgentView):
                 raise ValidationError({"environment_id": [str(exc)]}) from None
             qs = qs.filter(workloads__env_version__repository__namespace=ref.namespace,
                            workloads__env_version__repository__name=ref.repository)
-        page, next_cursor = newest_first_page(qs, request, limit)
+        page, next_cursor = newest_first_page(qs, request, limit, cursor_field="next_cursor")
         body = {"items": [summary(e) for e in page],
                 "next_cursor": next_cursor}
         return Response(AgentEvaluationListSerializer(body).data)

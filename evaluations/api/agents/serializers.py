@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from ...domain.verdicts import COUNTED_AS
+
 __all__ = ["AgentEvaluationListSerializer", "RunCreatedSerializer", "StatusDocumentSerializer",
            "TaskCatalogSerializer", "TranscriptSerializer"]
 
@@ -50,10 +52,15 @@ class AgentResultSerializer(serializers.Serializer):
     episode_id = serializers.CharField()
     task = serializers.CharField()
     reward = serializers.FloatField(allow_null=True, help_text=(
-        "MiniWoB: the page's raw reward, -1 clamped to 0; shop: the fraction of verifiers passed; null when "
-        "unverified"))
-    task_passed = serializers.BooleanField(allow_null=True, help_text="null when unverified (never a guessed pass)")
+        "MiniWoB: the page's raw reward, -1 clamped to 0; shop: the fraction of verifiers passed; null without "
+        "evidence (not run, cancelled, an endpoint or env error, unverified)"))
+    task_passed = serializers.BooleanField(allow_null=True, help_text=(
+        "null without evidence (not run, cancelled, an endpoint or env error, unverified): never a guessed pass "
+        "or fail"))
     task_outcome = serializers.ChoiceField(choices=AGENT_OUTCOMES)
+    counted_as = serializers.ChoiceField(choices=COUNTED_AS, help_text=(
+        "extension: where the rollout is counted; only `scored` ones enter the success rate, pass@k and their "
+        "intervals"))
     is_completed = serializers.BooleanField(help_text="the environment ended the episode")
     is_truncated = serializers.BooleanField(help_text="the step cap ended it")
     stop_condition = serializers.ChoiceField(choices=AGENT_STOP_CONDITIONS, help_text=(
@@ -92,7 +99,8 @@ class AgentEvaluationResultsSerializer(serializers.Serializer):
 class AgentUsageTotalsSerializer(AgentTokenUsageSerializer):
     rollouts = serializers.IntegerField()
     passed = serializers.IntegerField()
-    unverified = serializers.IntegerField(help_text="rollouts without a verdict (open runs with no verifiers or judge)")
+    unverified = serializers.IntegerField(help_text="rollouts no check decided (open runs with no verifiers or judge), "
+                                                    "timed out or not")
     steps = serializers.IntegerField()
     usage_missing_steps = serializers.IntegerField(help_text="steps whose reply carried no usage")
     usage_partial = serializers.BooleanField(help_text="the token sums cover fewer steps than ran")
