@@ -23,6 +23,12 @@ _409 = ("The evaluation has not ended, or it kept no episode's steps (`steps_not
 _503 = "The lerobot environment is not installed on this platform (`lerobot_unavailable`: scripts/setup-lerobot.sh)."
 
 
+def _never_asked(public_id: str):
+    """The 404 for an evaluation with no dataset export yet, naming the request that makes one."""
+    return error_response(404, "not_found", f"no dataset export of {public_id} was asked for yet: POST "
+                          f"/v1/evaluations/{public_id}/lerobot-dataset")
+
+
 class LeRobotDatasetView(OrgScopedView):
     @extend_schema(responses={200: DatasetExportSerializer, **errors(401, 404, _404="No such evaluation, or no "
                                                                       "dataset export was asked for yet (POST first).")},
@@ -31,8 +37,7 @@ class LeRobotDatasetView(OrgScopedView):
         evaluation = self.get_evaluation(public_id)
         export = latest_export(evaluation)
         if export is None:
-            return error_response(404, "not_found", f"no dataset export of {public_id} was asked for yet: POST "
-                                  f"/v1/evaluations/{public_id}/lerobot-dataset")
+            return _never_asked(public_id)
         return Response(export_document(export))
 
     @extend_schema(request=DatasetExportRequestSerializer,
@@ -67,8 +72,7 @@ class LeRobotDatasetZipView(OrgScopedView):
         evaluation = self.get_evaluation(public_id)
         export = latest_export(evaluation)
         if export is None:
-            return error_response(404, "not_found", f"no dataset export of {public_id} was asked for yet: POST "
-                                  f"/v1/evaluations/{public_id}/lerobot-dataset")
+            return _never_asked(public_id)
         if export.status != DatasetExport.Status.READY:
             document = export_document(export)
             reason = f": {document['error']}" if document["error"] else "; poll GET …/lerobot-dataset until it is ready"

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import select
 import socket
-import threading
 import time
 
 import pytest
@@ -19,6 +18,8 @@ from django.core.files.storage import default_storage
 from evaluations.agents.bridge import ALLOW_PRIVATE_ENV, EndpointBridge
 from evaluations.agents.transport import DEADLINE, EndpointConfig, HttpAgent, OpenAIChat, call_with_retries
 from evaluations.reports.agents import status_document
+
+from tests.support.loopback import LoopbackServer
 
 from .test_agent_runs_engine import request, run
 from .test_bridge import obs
@@ -38,26 +39,16 @@ def late_answer(path: str) -> bytes:
     return json.dumps(FINISH).encode()
 
 
-class SlowEndpoint:
+class SlowEndpoint(LoopbackServer):
     """A loopback HTTP endpoint that answers each request after ``DELAY`` s (``dribble``: sends headers, then a
     byte every 0.2 s, forever). ``calls`` holds per request ``{"path", "arrived", "closed", "answered"}`` (monotonic
     seconds; ``closed``: when the client hung up, None if it never did)."""
 
     def __init__(self, dribble: bool = False):
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.dribble, self.calls = dribble, []
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-
-    def _handle(self, conn: socket.socket) -> None:
+    def handle(self, conn: socket.socket) -> None:
         with conn:
             data = b""
             while b"\r\n\r\n" not in data:
@@ -91,9 +82,6 @@ class SlowEndpoint:
             call["answered"] = time.monotonic()
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
                          + str(len(answer)).encode() + b"\r\n\r\n" + answer)
-
-    def stop(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
 
 import pytest
 
@@ -19,6 +18,7 @@ from evaluations import webhooks
 from evaluations.agents.judge import judge_rollout
 from evaluations.agents.transport import EndpointConfig, EndpointError, HttpAgent, OpenAIChat
 from evaluations.outbound.connect import EXCERPT_CHARS
+from tests.support.loopback import LoopbackServer
 
 #: What each service sends; ``TAIL`` sits past the first 120 characters of the offending line.
 TAIL = "tail-secret-7d41"
@@ -33,24 +33,14 @@ LINES = {name: data.split(b"\r\n")[2 if name == "half response" else 0].decode("
          for name, data in ANSWERS.items()}
 
 
-class RawServer:
+class RawServer(LoopbackServer):
     """A loopback TCP server that reads whatever comes, answers ``data`` and closes (one thread per connection)."""
 
     def __init__(self, data: bytes):
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
         self.data = data
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
+    def handle(self, conn: socket.socket) -> None:
         with conn:
             conn.settimeout(5)
             try:
@@ -58,9 +48,6 @@ class RawServer:
                 conn.sendall(self.data)
             except OSError:
                 pass
-
-    def stop(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture(params=list(ANSWERS))

@@ -6,21 +6,21 @@ from __future__ import annotations
 import socket
 import threading
 
+from .loopback import LoopbackServer
+
 __all__ = ["LoggingProxy"]
 
 #: The environment variables HTTP clients (urllib3, requests, httpx, Chromium, chromedriver) read a proxy from.
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
-class LoggingProxy:
+class LoggingProxy(LoopbackServer):
     """Listens on 127.0.0.1 only; ``requests`` lists the request lines seen, ``url`` is ``http://127.0.0.1:<port>``."""
 
     def __init__(self):
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.requests: list[str] = []
         self._lock = threading.Lock()
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__()
 
     def environment(self, no_proxy: str | None = None) -> dict[str, str]:
         """Every proxy variable pointing here (and ``NO_PROXY``/``no_proxy`` when given)."""
@@ -29,15 +29,7 @@ class LoggingProxy:
             env.update(NO_PROXY=no_proxy, no_proxy=no_proxy)
         return env
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
+    def handle(self, conn: socket.socket) -> None:
         with conn:
             conn.settimeout(5)
             data = b""
@@ -53,6 +45,3 @@ class LoggingProxy:
                 conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             except OSError:
                 pass
-
-    def stop(self) -> None:
-        self.sock.close()
