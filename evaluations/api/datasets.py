@@ -6,7 +6,6 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from ..datasets.exports import ExportRefused, export_document, latest_export, request_export
@@ -50,9 +49,7 @@ class LeRobotDatasetView(OrgScopedView):
     def post(self, request, public_id: str):
         evaluation = self.get_evaluation(public_id)
         data = self.read_request_body()[1] if request._request.body else {}
-        unknown = sorted(set(data) - set(DatasetExportRequestSerializer().fields))
-        if unknown:
-            raise ValidationError({key: ["unknown field; the body takes `images`"] for key in unknown})
+        # Unknown fields are ignored, as in every request body of /v1 (planning.schema: lenient on unknown fields).
         body = DatasetExportRequestSerializer(data=data)
         body.is_valid(raise_exception=True)
         try:
