@@ -23,7 +23,7 @@ import tempfile
 import rlmesh
 
 from .libero_episodes import (  # noqa: F401 - re-exported: the episode rules are part of this env's contract
-    CAMERA_KEYS, CAMERAS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index,
+    CAMERA_KEYS, CAMERAS, DUMMY_ACTION, HARD_RESET_ENV, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -318,6 +318,9 @@ class Libero(rlmesh.EnvFactory):
         rlmesh.Param("perturbation", str, choices=PERTURBATION_CHOICES,
                      description="A LIBERO-PRO perturbed task set (language, object, swap, task, position_x|y:<d>)",
                      group="perturbation"),
+        rlmesh.Param("hard_reset", bool, description="Rebuild and recompile the scene at every reset (robosuite's "
+                     "hard_reset, 1.6-4.8 s) instead of restoring the compiled scene (~0.2 s); the episodes are the "
+                     "same. Also forced by RLMESH_LIBERO_HARD_RESET=1", group="episode"),
     )
 
     tags = _tags("both")
@@ -333,6 +336,7 @@ class Libero(rlmesh.EnvFactory):
         cameras: str = "both",
         privileged: bool = False,
         perturbation: str = "none",
+        hard_reset: bool = False,
     ):
         if suite not in SUITES:
             raise ValueError(f"unknown LIBERO suite {suite!r} (choices: {', '.join(SUITES)})")
@@ -344,8 +348,9 @@ class Libero(rlmesh.EnvFactory):
         private_config_dir()
         from .libero_env import LiberoTaskEnv
 
+        hard = bool(hard_reset) or os.environ.get(HARD_RESET_ENV, "").strip().lower() in ("1", "true", "yes")
         return LiberoTaskEnv(suite, int(task_index), max_steps=MAX_STEPS[suite], folder=folder, cameras=CAMERAS[cameras],
-                             privileged=bool(privileged))
+                             privileged=bool(privileged), hard_reset=hard)
 
     @classmethod
     def enumerate_variants(cls):
