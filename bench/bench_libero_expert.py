@@ -9,8 +9,8 @@ episode terminates (the BDDL goal) or is truncated at the suite's step cap. The 
 env serves. No rendering (the expert reads no images). So a row here is the episode a user gets for that seed.
 
     MUJOCO_GL=egl HOME=/tmp/libero-home .venv-libero/bin/python bench/bench_libero_expert.py \\
-        --suites libero_object libero_spatial --init-states 0-9 [--tasks 0,4,5] [--seed-offset 50] [--out results.jsonl] \\
-        [--reset soft|hard|both]
+        --suites libero_object libero_spatial --init-states 0-9 [--tasks 0,4,5] [--seed-offset 50] \\
+        [--out results.jsonl] [--reset soft|hard|both]
 
 ``--reset`` picks how the env resets (the ``hard_reset`` make parameter): ``soft`` (the default, the compiled scene
 restored), ``hard`` (robosuite rebuilds the scene every episode), or ``both``: per task, a hard-reset env runs the
@@ -156,15 +156,16 @@ def reset_report(rows: list[dict]) -> str:
     """Per reset mode: episodes, reset time (median, max), episode wall time (median), expert episodes per minute
     (episodes over the sum of their wall times: env builds excluded); then the digest check across modes and orders:
     for each (suite, task, seed) run more than once, whether every run gave the same digest."""
-    lines = ["| reset | episodes | reset median | reset max | episode median | episodes/min |", "|---|---|---|---|---|---|"]
+    lines = ["| reset | episodes | reset median | reset max | episode median | episodes/min |",
+             "|---|---|---|---|---|---|"]
     for mode in sorted({r.get("reset", "soft") for r in rows}):
         eps = [r for r in rows if r.get("reset", "soft") == mode and "reset_seconds" in r]
         if not eps:
             continue
         resets = [r["reset_seconds"] for r in eps]
         walls = [r["seconds"] for r in eps]
-        lines.append(f"| {mode} | {len(eps)} | {_median(resets):.2f} s | {max(resets):.2f} s | {_median(walls):.2f} s | "
-                     f"{60 * len(eps) / sum(walls):.1f} |")
+        lines.append(f"| {mode} | {len(eps)} | {_median(resets):.2f} s | {max(resets):.2f} s | "
+                     f"{_median(walls):.2f} s | {60 * len(eps) / sum(walls):.1f} |")
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["suite"], r["task"], r["seed"]), []).append(r)
@@ -175,7 +176,8 @@ def reset_report(rows: list[dict]) -> str:
                  f"{sorted({(r.get('reset', 'soft'), r.get('order', 'forward')) for r in rows})}")
     for (suite, task, seed), runs in sorted(differ.items()):
         lines.append(f"  DIFFER {suite}/{task} seed {seed}: " + ", ".join(
-            f"{r.get('reset', 'soft')}/{r.get('order', 'forward')} {r['digest'][:12]} ({r['steps']} steps)" for r in runs))
+            f"{r.get('reset', 'soft')}/{r.get('order', 'forward')} {r['digest'][:12]} ({r['steps']} steps)"
+            for r in runs))
     return "\n".join(lines)
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_libero import _libero, needs_libero_venv
+from tests.test_libero import LIBERO_PYTHON, _libero
 
-pytestmark = [pytest.mark.slow, needs_libero_venv]
 
 # libero_spatial/9: the bowl on the wooden cabinet, a fixture whose placement the seed decides (seeds 10 and 60 start
 # from the same init state with the cabinet elsewhere). The expert acts for STEPS steps (its approach and grasp).
@@ -70,16 +69,20 @@ _SCRIPT = """
         model.opt.timestep *= 1.01
         soft._reset_scene = lambda skip=skip: soft_reset(soft._env.env, soft._snapshot, skip=skip)
         soft.reset(seed=10)
-        out["model_writes_" + ("kept" if skip else "undone")] = differing(scene_state_digests(soft._env.env), after_hard)
+        state = scene_state_digests(soft._env.env)
+        out["model_writes_" + ("kept" if skip else "undone")] = differing(state, after_hard)
     print(json.dumps(out))
 """
 
 
 @pytest.fixture(scope="module")
 def compared() -> dict:
+    if not LIBERO_PYTHON.exists():
+        pytest.skip(f"{LIBERO_PYTHON} does not exist: run `bash scripts/setup-libero.sh`")
     return _libero(_SCRIPT, timeout=900)
 
 
+@pytest.mark.slow
 def test_soft_reset_gives_the_episodes_a_rebuild_gives_in_another_order(compared):
     assert compared["steps"] == [40, 40, 40] and compared["distinct"] == 3  # three different episodes
     assert compared["state_parts"] > 700  # every model and data array, the assets included
@@ -87,6 +90,7 @@ def test_soft_reset_gives_the_episodes_a_rebuild_gives_in_another_order(compared
     assert compared["equal"] == {"10": [True, True, []], "60": [True, True, []], "11": [True, True, []]}
 
 
+@pytest.mark.slow
 def test_a_soft_reset_without_fresh_data_or_grippers_changes_the_episodes(compared):
     # the digest and the state after the episode differ when MjData is not reset or the gripper's command is kept
     assert compared["dropped"]["data"][0] is False and compared["dropped"]["data"][1] > 0
@@ -95,6 +99,33 @@ def test_a_soft_reset_without_fresh_data_or_grippers_changes_the_episodes(compar
     assert compared["dropped"]["model"] == [True, 0]
 
 
+@pytest.mark.slow
 def test_writes_into_the_model_are_undone_as_a_rebuild_undoes_them(compared):
     assert compared["model_writes_undone"] == []
     assert {"model.geom_friction", "model.site_rgba", "model.opt.timestep"} <= set(compared["model_writes_kept"])
+
+
+@pytest.mark.parametrize(("param", "env_value", "hard"), [
+    (None, None, False), (True, None, True), (None, "1", True), (None, "yes", True), (False, "0", False)])
+def test_the_rebuild_stays_selectable_by_make_parameter_or_environment(monkeypatch, param, env_value, hard):
+    import evaluations.prebuilt.libero_env as libero_env
+    from evaluations.prebuilt.libero import HARD_RESET_ENV, Libero
+
+    made = {}
+
+    class Made(Exception):
+        pass
+
+    def record(*args, **kwargs):  # the env's constructor, recorded instead of building LIBERO
+        made.update(kwargs)
+        raise Made
+
+    monkeypatch.setattr(libero_env, "LiberoTaskEnv", record)
+    if env_value is None:
+        monkeypatch.delenv(HARD_RESET_ENV, raising=False)
+    else:
+        monkeypatch.setenv(HARD_RESET_ENV, env_value)
+    kwargs = {} if param is None else {"hard_reset": param}
+    with pytest.raises(Made):
+        Libero().make(suite="libero_object", task_index=0, cameras="none", **kwargs)
+    assert made["hard_reset"] is hard

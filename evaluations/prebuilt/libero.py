@@ -349,8 +349,8 @@ class Libero(rlmesh.EnvFactory):
         from .libero_env import LiberoTaskEnv
 
         hard = bool(hard_reset) or os.environ.get(HARD_RESET_ENV, "").strip().lower() in ("1", "true", "yes")
-        return LiberoTaskEnv(suite, int(task_index), max_steps=MAX_STEPS[suite], folder=folder, cameras=CAMERAS[cameras],
-                             privileged=bool(privileged), hard_reset=hard)
+        return LiberoTaskEnv(suite, int(task_index), max_steps=MAX_STEPS[suite], folder=folder,
+                             cameras=CAMERAS[cameras], privileged=bool(privileged), hard_reset=hard)
 
     @classmethod
     def enumerate_variants(cls):
