@@ -319,8 +319,8 @@ class Libero(rlmesh.EnvFactory):
                      description="A LIBERO-PRO perturbed task set (language, object, swap, task, position_x|y:<d>)",
                      group="perturbation"),
         rlmesh.Param("hard_reset", bool, description="Rebuild and recompile the scene at every reset (robosuite's "
-                     "hard_reset, 1.6-4.8 s; the default) or, false, restore the compiled scene (~0.2 s; the same "
-                     "episodes by digest). Unset: RLMESH_LIBERO_HARD_RESET (default 1) decides", group="episode"),
+                     "hard_reset, 1.6-4.8 s) or, false (the default), restore the compiled scene (~0.2 s; the "
+                     "same episodes by digest). Unset: RLMESH_LIBERO_HARD_RESET (default 0) decides", group="episode"),
     )
 
     tags = _tags("both")
@@ -348,8 +348,8 @@ class Libero(rlmesh.EnvFactory):
         private_config_dir()
         from .libero_env import LiberoTaskEnv
 
-        # The rebuild stays the default until the soft reset has run the live LIBERO suites through the platform.
-        env_hard = os.environ.get(HARD_RESET_ENV, "1").strip().lower() not in ("0", "false", "no")
+        # The compiled scene is restored by default (the same episodes by digest; docs/using/libero.md).
+        env_hard = os.environ.get(HARD_RESET_ENV, "0").strip().lower() in ("1", "true", "yes")
         hard = env_hard if hard_reset is None else bool(hard_reset)
         return LiberoTaskEnv(suite, int(task_index), max_steps=MAX_STEPS[suite], folder=folder,
                              cameras=CAMERAS[cameras], privileged=bool(privileged), hard_reset=hard)

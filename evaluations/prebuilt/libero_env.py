@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from .libero_episodes import CAMERA_KEYS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index
-from .libero_reset import SceneSnapshot, soft_reset
+from .libero_reset import SceneSnapshot, one_build_of_property_samplers, soft_reset
 
 __all__ = ["LiberoTaskEnv", "agent_pos", "quat2axisangle"]
 
@@ -79,6 +79,8 @@ class LiberoTaskEnv(gym.Env):
             hard_reset=self.hard_reset,
         )
         self._snapshot = None if self.hard_reset else SceneSnapshot(self._env.env)
+        if self.hard_reset:
+            one_build_of_property_samplers(self._env.env)
         self._reset_scene()
         self._raw: dict = {}
         self.steps = 0

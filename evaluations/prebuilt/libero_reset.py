@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ASSET_PREFIXES", "RESTORE_STEPS", "SceneSnapshot", "reset_grippers", "scene_state_digests", "soft_reset"]
+__all__ = ["ASSET_PREFIXES", "RESTORE_STEPS", "SceneSnapshot", "one_build_of_property_samplers", "reset_grippers",
+           "scene_state_digests", "soft_reset"]
 
 #: Model arrays of the compiled assets, not snapshotted (nothing writes them; the equivalence test compares them).
 ASSET_PREFIXES = ("mesh_", "tex_", "bvh_", "hfield_", "skin_", "flex_", "oct_")
@@ -116,6 +117,25 @@ class SceneSnapshot:
             np.copyto(live[name], array)
         for dotted, value in self.structs.items():
             _set_field(model, dotted, value)
+
+
+def one_build_of_property_samplers(env) -> None:
+    """Make each model build of ``env`` (a LIBERO problem) start its ``object_property_initializers`` afresh.
+
+    LIBERO creates that list once, in ``__init__``, and appends the task's open/close and on/off samplers (a drawer
+    closed, a stove off) to it at every model build without clearing it; each reset draws one joint value per entry
+    from NumPy's global RNG before it samples the fixtures' placement. Under robosuite's hard reset (a build per
+    episode) the n-th episode of an env drew n + 2 values, so on such tasks (``libero_spatial/4``, most of
+    ``libero_goal``, ``libero_10``, ``libero_90``) the seed's fixture placement depended on how many episodes the
+    env had run before. With this, every build holds one sampler per predicate, as the single build of the soft
+    reset does: the seed alone decides the episode in both paths."""
+    load = env._load_model
+
+    def load_model():
+        env.object_property_initializers.clear()
+        load()
+
+    env._load_model = load_model
 
 
 def reset_grippers(env) -> None:
