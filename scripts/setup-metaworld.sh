@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create the Meta-World venv (.venv-metaworld) used by the prebuilt env/model in
-# evaluations/prebuilt/metaworld.py.
+# evaluations/prebuilt/metaworld/factory.py.
 #
 # It is separate from the main .venv because metaworld pins mujoco==3.3.0 and its own gymnasium
 # stack; installing it over another MuJoCo in place breaks `import mujoco` (spec/ENVS.md §2), so each

@@ -215,3 +215,24 @@ def test_the_read_side_has_one_home():
     for side in ("evaluations.api", "evaluations.views"):
         users = {name for name, edges in graph.items() if name.startswith(side) and any(e.startswith(READ_SIDE) for e in edges)}
         assert users, f"{side} does not import {READ_SIDE}"
+
+
+#: Benchmarks of the prebuilt catalog with more than one module: each lives in a folder of its own
+#: (``evaluations/prebuilt/<benchmark>/``), so a newcomer finds its env, episodes, policies and checks in one place.
+PREBUILT = ROOT / "evaluations" / "prebuilt"
+BENCHMARK_FOLDERS = {"libero", "metaworld", "miniwob", "shop"}
+
+
+def loose_benchmark_modules() -> list[str]:
+    """Modules directly under ``evaluations/prebuilt/`` named after a benchmark that has a folder (``libero_env.py``,
+    ``smolvla.py``: SmolVLA is served on LIBERO), or a benchmark folder missing."""
+    out = [f"{name}/ missing" for name in sorted(BENCHMARK_FOLDERS) if not (PREBUILT / name / "__init__.py").is_file()]
+    for path in sorted(PREBUILT.glob("*.py")):
+        stem = path.stem
+        if stem == "smolvla" or any(stem == name or stem.startswith(name + "_") for name in BENCHMARK_FOLDERS):
+            out.append(str(path.relative_to(ROOT)))
+    return out
+
+
+def test_each_benchmark_has_a_folder_of_its_own():
+    assert loose_benchmark_modules() == []

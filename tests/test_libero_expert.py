@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluations.prebuilt import libero_expert as ex
+from evaluations.prebuilt.libero import expert as ex
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBERO_PYTHON = ROOT / ".venv-libero" / "bin" / "python"
@@ -330,7 +330,7 @@ def test_the_expert_solves_a_real_libero_object_episode():
         sys.path.insert(0, "bench")
         import bench_libero_expert as b
         from rlmesh.spaces import from_gymnasium_space
-        from evaluations.prebuilt.libero_expert import LiberoExpert
+        from evaluations.prebuilt.libero.expert import LiberoExpert
         env = b.make_env("libero_object", 0)
         obs, info = env.reset(seed=0)
         space = env.observation_space["privileged"]
@@ -353,7 +353,7 @@ def test_the_expert_serves_with_rlmesh():
         port = s.getsockname()[1]
     env = dict(os.environ, PYTHONPATH=str(ROOT), RLMESH_WORKFLOW_EDITION="2026.06")
     proc = subprocess.Popen([str(LIBERO_PYTHON), "-m", "rlmesh.serve",
-                             "evaluations.prebuilt.libero_expert:LiberoExpert", "--address", f"127.0.0.1:{port}"],
+                             "evaluations.prebuilt.libero.expert:LiberoExpert", "--address", f"127.0.0.1:{port}"],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60

@@ -17,8 +17,8 @@ _SCRIPT = """
     import hashlib, json, numpy as np
     from evaluations.domain.trajectory import TrajectoryDigest
     from evaluations.prebuilt.libero import Libero
-    from evaluations.prebuilt.libero_expert import LiberoExpert
-    from evaluations.prebuilt.libero_reset import RESTORE_STEPS, scene_state_digests, soft_reset
+    from evaluations.prebuilt.libero.expert import LiberoExpert
+    from evaluations.prebuilt.libero.reset import RESTORE_STEPS, scene_state_digests, soft_reset
 
     STEPS, SEEDS = 40, [10, 60, 11]
     policy = LiberoExpert().predict
@@ -111,7 +111,7 @@ def test_writes_into_the_model_are_undone_as_a_rebuild_undoes_them(compared):
     (None, None, False), (True, None, True), (None, "1", True), (None, "yes", True), (None, "0", False),
     (False, None, False), (True, "0", True)])
 def test_the_rebuild_stays_selectable_by_make_parameter_or_environment(monkeypatch, param, env_value, hard):
-    import evaluations.prebuilt.libero_env as libero_env
+    import evaluations.prebuilt.libero.env as libero_env
     from evaluations.prebuilt.libero import HARD_RESET_ENV, Libero
 
     made = {}

@@ -1,4 +1,4 @@
-"""prebuilt/smolvla/libero's model (evaluations/prebuilt/smolvla.py) in .venv-lerobot, on a tiny random SmolVLA built
+"""prebuilt/smolvla/libero's model (evaluations/prebuilt/libero/smolvla.py) in .venv-lerobot, on a tiny random SmolVLA built
 offline with lerobot's own classes: it loads a checkpoint named as the published ones (Hub backbone id) from local
 folders, maps a LIBERO observation to a 7-dim action, keeps one action queue per episode, and refuses to load
 without weights."""
@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from evaluations.prebuilt.smolvla import instruction_of, weights_problem
+from evaluations.prebuilt.libero.smolvla import instruction_of, weights_problem
 from tests.support.smolvla import LEROBOT_PYTHON, build_tiny_checkpoint, run_in_lerobot
 
 pytestmark = pytest.mark.skipif(not LEROBOT_PYTHON.exists(), reason="run scripts/setup-lerobot.sh (make test does)")
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not LEROBOT_PYTHON.exists(), reason="run scripts
 PRELUDE = """
 import json, sys
 import numpy as np
-from evaluations.prebuilt.smolvla import SmolVLALibero
+from evaluations.prebuilt.libero.smolvla import SmolVLALibero
 policy_dir, backbone_dir = sys.argv[1], sys.argv[2]
 model = SmolVLALibero.from_config(policy_dir=policy_dir, backbone_dir=backbone_dir)
 def observation(seed):
@@ -84,7 +84,7 @@ print(json.dumps({"a": run([("a", 1)], 3), "b": run([("b", 2)], 3), "mixed": run
 def test_without_weights_it_refuses_to_load_and_names_the_settings(tmp_path):
     out = run_in_lerobot("""
 import json
-from evaluations.prebuilt.smolvla import SmolVLALibero
+from evaluations.prebuilt.libero.smolvla import SmolVLALibero
 try:
     SmolVLALibero()
 except FileNotFoundError as exc:

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from ..choices import EpisodeStatus
 from ..models import DatasetExport, Episode, Evaluation
-from ..prebuilt.smolvla import OFFLINE_ENV
+from ..prebuilt.libero.smolvla import OFFLINE_ENV
 from ..runs import dispatch
 from .lerobot_frames import IMAGE_MODES
 from ..runs.recording import FPS

@@ -126,7 +126,7 @@ def reference_agent(procs) -> str:
 @pytest.fixture(scope="session")
 def chromium() -> None:
     """Fail (never skip) when Chromium or its driver is missing: CI installs both."""
-    from evaluations.prebuilt.miniwob_env import BrowserMissing, chromium_paths
+    from evaluations.prebuilt.miniwob.env import BrowserMissing, chromium_paths
 
     try:
         chromium_paths()

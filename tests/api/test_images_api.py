@@ -185,3 +185,38 @@ def test_a_repository_listed_with_a_passed_version_always_says_its_kind(api, ten
     assert api.get(f"/v1/images/{tenant_a.org.slug}/fresh").json()["kind"] == "env"
     listed = {i["reference"]: i for i in api.get("/v1/images").json()["items"]}
     assert listed[f"{tenant_a.org.slug}/fresh"]["kind"] == "env"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_versions_pinned_before_the_libero_folder_still_name_modules_that_exist():
+    """Migration 0019: the expert and SmolVLA moved into ``evaluations/prebuilt/libero/``; a version recorded with the
+    old module path is rewritten, so an evaluation pinned to it still starts its server."""
+    import importlib.util
+
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from evaluations.models import ImageVersion
+
+    before = [("evaluations", "0018_recorded_steps_dataset_exports")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    apps = executor.loader.project_state(before).apps
+    Repo, Version = apps.get_model("evaluations", "ImageRepository"), apps.get_model("evaluations", "ImageVersion")
+    old = {"libero-expert": "python+libero://evaluations.prebuilt.libero_expert:LiberoExpert",
+           "smolvla": "python+lerobot://evaluations.prebuilt.smolvla:SmolVLALibero",
+           "libero": "python+libero://evaluations.prebuilt.libero:Libero"}
+    for name, source in old.items():
+        repo, _ = Repo.objects.get_or_create(namespace="prebuilt", name=name)
+        Version.objects.create(repository=repo, digest="sha256:" + "0" * 64, source=source)
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    sources = dict(ImageVersion.objects.filter(digest="sha256:" + "0" * 64)
+                   .values_list("repository__name", "source"))
+    assert sources == {"libero-expert": "python+libero://evaluations.prebuilt.libero.expert:LiberoExpert",
+                       "smolvla": "python+lerobot://evaluations.prebuilt.libero.smolvla:SmolVLALibero",
+                       "libero": "python+libero://evaluations.prebuilt.libero:Libero"}
+    for source in sources.values():
+        module = source.split("://", 1)[1].split(":")[0]
+        assert importlib.util.find_spec(module) is not None, module

@@ -253,7 +253,7 @@ class MiniWoB(rlmesh.EnvFactory):
             raise ValueError(f"unknown MiniWoB task {task!r} (see evaluations.prebuilt.miniwob.TASKS)")
         if int(max_steps) < 0 or int(page_timer_ms) < 0:
             raise ValueError("max_steps and page_timer_ms must be >= 0")
-        from .miniwob_env import MiniWoBToolEnv
+        from .env import MiniWoBToolEnv
 
         entry = TASKS[task]
         return MiniWoBToolEnv(task, tools=entry.tools, max_steps=int(max_steps) or entry.max_steps,

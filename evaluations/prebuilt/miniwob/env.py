@@ -16,8 +16,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from ..agents.observation import render_elements
-from .browser import CHROME_FLAGS, PROFILE_PREFIX, BrowserMissing, action_config, chromium_paths, element_json, \
+from ...agents.observation import render_elements
+from ..browser import CHROME_FLAGS, PROFILE_PREFIX, BrowserMissing, action_config, chromium_paths, element_json, \
     ToolStepMixin, new_profile_dir, start_chrome, text_space
 
 __all__ = ["CHROME_FLAGS", "PROFILE_PREFIX", "BrowserMissing", "MiniWoBToolEnv", "chromium_paths"]

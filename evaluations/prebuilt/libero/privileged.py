@@ -1,6 +1,6 @@
 """The privileged state of a LIBERO scene, as the ``privileged`` key of ``prebuilt/libero`` observations.
 
-A scripted expert (:mod:`evaluations.prebuilt.libero_expert`) reads the simulator's ground truth: object,
+A scripted expert (:mod:`evaluations.prebuilt.libero.expert`) reads the simulator's ground truth: object,
 fixture and goal-region poses, the drawer/button joint positions, the end effector and gripper, and the task's
 BDDL goal. The ``prebuilt/libero`` env adds this dict to every observation when it is made with
 ``privileged: true``; :mod:`bench.bench_libero_expert` builds it the same way in-process.

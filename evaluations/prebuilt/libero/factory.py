@@ -22,9 +22,14 @@ import tempfile
 
 import rlmesh
 
-from .libero_episodes import (  # noqa: F401 - re-exported: the episode rules are part of this env's contract
+from .episodes import (  # noqa: F401 - re-exported: the episode rules are part of this env's contract
     CAMERA_KEYS, CAMERAS, DUMMY_ACTION, HARD_RESET_ENV, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index,
 )
+
+__all__ = ["CAMERA_KEYS", "CAMERAS", "DUMMY_ACTION", "ENV_MEMORY_BYTES", "HARD_RESET_ENV", "IMAGE_SIZE", "MAX_STEPS",
+           "NUM_INIT_STATES", "PERTURBATIONS", "PERTURBATION_CHOICES", "POSITION_SHIFTS", "POSITION_SUITES",
+           "SETTLE_STEPS", "SUITES", "SUITE_NAMES", "VARIANTS", "Libero", "init_state_index", "perturbed_folder",
+           "private_config_dir", "scenario_name", "supported_perturbations"]
 
 # ---------------------------------------------------------------------------------------------
 # Catalog constants (no LIBERO import; checked against the package by tests/test_libero.py)
@@ -294,7 +299,7 @@ class Libero(rlmesh.EnvFactory):
       gripper finger joint positions (2, m);
     - ``instruction``: the task's language instruction (a Text tagged ``text/instruction``);
     - ``privileged`` (only with ``privileged=True``): simulator state for the scripted expert
-      (``evaluations.prebuilt.libero_privileged``).
+      (``evaluations.prebuilt.libero.privileged``).
 
     ``render()`` returns the agentview frame, oriented as ``image``, rendered on demand when the observation has no
     agentview image: an episode that records a video pays for one camera only on the episodes it records.
@@ -346,7 +351,7 @@ class Libero(rlmesh.EnvFactory):
             raise ValueError(f"cameras must be one of {', '.join(CAMERAS)}")
         folder = perturbed_folder(suite, perturbation)
         private_config_dir()
-        from .libero_env import LiberoTaskEnv
+        from .env import LiberoTaskEnv
 
         # The compiled scene is restored by default (the same episodes by digest; docs/using/libero.md).
         env_hard = os.environ.get(HARD_RESET_ENV, "0").strip().lower() in ("1", "true", "yes")

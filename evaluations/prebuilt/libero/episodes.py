@@ -1,5 +1,5 @@
 """How a LIBERO episode starts and what it observes, as LeRobot 0.4.4's LiberoEnv runs it: shared by the catalog
-(:mod:`evaluations.prebuilt.libero`, importable without LIBERO) and the env (:mod:`evaluations.prebuilt.libero_env`)."""
+(:mod:`evaluations.prebuilt.libero`, importable without LIBERO) and the env (:mod:`evaluations.prebuilt.libero.env`)."""
 
 from __future__ import annotations
 

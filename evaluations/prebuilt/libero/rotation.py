@@ -1,4 +1,4 @@
-"""Orientation math of the LIBERO expert (:mod:`evaluations.prebuilt.libero_expert`): quaternions are robosuite's
+"""Orientation math of the LIBERO expert (:mod:`evaluations.prebuilt.libero.expert`): quaternions are robosuite's
 ``(x, y, z, w)``, angles in radians, rotation actions in the OSC controller's units (1 unit = 0.5 rad)."""
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """``prebuilt/libero-expert``: a **privileged scripted** pick-and-place policy for LIBERO (not a learned policy).
 
 It reads the simulator's ground truth that ``prebuilt/libero`` puts under ``observation["privileged"]`` when
-made with ``privileged: true`` (:mod:`evaluations.prebuilt.libero_privileged`: object and region poses,
+made with ``privileged: true`` (:mod:`evaluations.prebuilt.libero.privileged`: object and region poses,
 end effector, gripper, the BDDL goal) and moves the end effector through waypoints with LIBERO's default
 OSC_POSE delta controller. It is the baseline a VLA is compared against, and the proof that success on a
 task is reachable and measured correctly; a model that sees only images cannot read this state.
 
 Served from ``.venv-libero``::
 
-    .venv-libero/bin/python -m rlmesh.serve evaluations.prebuilt.libero_expert:LiberoExpert \\
+    .venv-libero/bin/python -m rlmesh.serve evaluations.prebuilt.libero.expert:LiberoExpert \\
         --address 127.0.0.1:7310
 
 **Stateless**: every action is a function of the current privileged state only (one server may serve several
@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import rlmesh
 
-from .libero_rotation import rotation_action, rotation_error, wrap_yaw  # noqa: F401 - rotation_error stays importable here
+from .rotation import rotation_action, rotation_error, wrap_yaw  # noqa: F401 - rotation_error stays importable here
 
 #: Position gain: action units per metre of waypoint error (1 unit = 5 cm of OSC_POSE delta).
 GAIN = 12.0

@@ -30,7 +30,10 @@ import os
 import numpy as np
 import rlmesh
 
-from .metaworld_seeds import GOAL_SET_SEED, MAX_EPISODE_STEPS, NUM_GOALS, goal_index, physics_rng  # noqa: F401
+from .seeds import GOAL_SET_SEED, MAX_EPISODE_STEPS, NUM_GOALS, goal_index, physics_rng  # noqa: F401
+
+__all__ = ["BENCHMARKS", "BENCHMARK_NAMES", "GOAL_SET_SEED", "INSTRUCTIONS", "MAX_EPISODE_STEPS", "NUM_GOALS",
+           "TASK_NAMES", "VARIANTS", "MetaWorld", "MetaWorldExpert", "goal_index", "physics_rng"]
 
 # ---------------------------------------------------------------------------------------------
 # Catalog constants (no metaworld import; checked against the package by tests/test_metaworld.py)
@@ -237,7 +240,7 @@ class MetaWorld(rlmesh.EnvFactory):
         if not 0.0 <= float(physics) < 1.0:
             raise ValueError("physics must be in [0, 1)")
         os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; read when mujoco is first imported
-        from .metaworld_env import MetaWorldTaskEnv
+        from .env import MetaWorldTaskEnv
 
         return MetaWorldTaskEnv(task, int(image_size), int(render_size), float(physics))
 

@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from .metaworld_seeds import GOAL_SET_SEED, MAX_EPISODE_STEPS, NUM_GOALS, goal_index, physics_rng
+from .seeds import GOAL_SET_SEED, MAX_EPISODE_STEPS, NUM_GOALS, goal_index, physics_rng
 
 __all__ = ["MetaWorldTaskEnv"]
 

@@ -4,7 +4,7 @@ lerobot 0.4.4 pins ``torch<2.11`` and its own transformers, so the model runs in
 (``scripts/setup-lerobot.sh``)::
 
     RLMESH_SMOLVLA_LIBERO_DIR=/srv/smolvla/libero RLMESH_SMOLVLA_BACKBONE_DIR=/srv/smolvla/smolvlm2-500m \\
-        .venv-lerobot/bin/python -m rlmesh.serve evaluations.prebuilt.smolvla:SmolVLALibero --address 127.0.0.1:7310
+        .venv-lerobot/bin/python -m rlmesh.serve evaluations.prebuilt.libero.smolvla:SmolVLALibero --address 127.0.0.1:7310
 
 The weights are the operator's (docs/running/smolvla-weights.md): a policy checkpoint folder (``config.json``,
 ``model.safetensors``, ``policy_preprocessor.json``, ``policy_postprocessor.json`` and their statistics files) and

@@ -10,8 +10,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from .libero_episodes import CAMERA_KEYS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index
-from .libero_reset import SceneSnapshot, one_build_of_property_samplers, soft_reset
+from .episodes import CAMERA_KEYS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index
+from .reset import SceneSnapshot, one_build_of_property_samplers, soft_reset
 
 __all__ = ["LiberoTaskEnv", "agent_pos", "quat2axisangle"]
 
@@ -71,7 +71,7 @@ class LiberoTaskEnv(gym.Env):
         assert len(self.init_states) >= NUM_INIT_STATES, (init_path, len(self.init_states))
         self.max_steps = int(max_steps)
         # hard_reset: robosuite rebuilds and recompiles the scene at every reset (LIBERO's default, 1.6-4.8 s);
-        # otherwise the compiled scene is kept and restored (libero_reset.soft_reset, same episodes, ~0.2 s).
+        # otherwise the compiled scene is kept and restored (reset.soft_reset, same episodes, ~0.2 s).
         self.hard_reset = bool(hard_reset)
         self._env = OffScreenRenderEnv(
             bddl_file_name=bddl, camera_heights=IMAGE_SIZE, camera_widths=IMAGE_SIZE,
@@ -98,7 +98,7 @@ class LiberoTaskEnv(gym.Env):
                 CAMERA_KEYS[c]: gym.spaces.Box(0, 255, shape=(IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
                 for c in self.cameras})
         if self.privileged:
-            from .libero_privileged import privileged_space
+            from .privileged import privileged_space
 
             spaces["privileged"] = privileged_space(self._env)
         return gym.spaces.Dict(spaces)
@@ -111,7 +111,7 @@ class LiberoTaskEnv(gym.Env):
             # LeRobot's processor rotates LIBERO's images by 180° (flips H and W): deliver what it delivers.
             obs["pixels"] = {CAMERA_KEYS[c]: np.ascontiguousarray(raw[f"{c}_image"][::-1, ::-1]) for c in self.cameras}
         if self.privileged:
-            from .libero_privileged import privileged_observation
+            from .privileged import privileged_observation
 
             obs["privileged"] = privileged_observation(self._env, raw)
         return obs
