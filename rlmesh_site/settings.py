@@ -113,9 +113,8 @@ TEMPLATES = [
 ]
 
 # ------------------------------------------------------------------- database
-#: Seconds a database connection is kept for the next request of the same thread (``RLMESH_DB_CONN_MAX_AGE``; 0
-#: opens one per request). Opening a PostgreSQL connection costs more than serving most API reads; each connection
-#: is health-checked before reuse, so a restarted database costs one reconnect, not an error.
+#: Seconds a database connection is kept for the thread's next request (``RLMESH_DB_CONN_MAX_AGE``; 0: one per
+#: request): opening one costs more than most API reads; each is health-checked before reuse.
 RLMESH_DB_CONN_MAX_AGE = env_int("RLMESH_DB_CONN_MAX_AGE", 60)
 DATABASES = {
     "default": dj_database_url.parse(
@@ -154,9 +153,8 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", Path(__import__("plotly").__file__).parent / "package_data")]
 STATIC_ROOT = VAR_DIR / "static"
 
-# Episode videos and imported media go through Django's storage API: the filesystem under var/media by default;
-# any backend by dotted path (e.g. RLMESH_MEDIA_STORAGE=storages.backends.s3.S3Storage with django-storages[s3]
-# installed and its AWS_* settings in the environment). The dashboard serves them through an authorized view.
+# Episode videos and imported media: var/media by default, or any Django storage backend by dotted path (e.g.
+# storages.backends.s3.S3Storage, django-storages[s3] and AWS_* set); the dashboard serves them authorized.
 MEDIA_ROOT = Path(os.environ.get("RLMESH_MEDIA_ROOT", VAR_DIR / "media"))
 MEDIA_URL = "/media/"
 # Tenant files (videos, transcripts, screenshots, imported media): FileSystemStorage writes each file with
@@ -367,6 +365,8 @@ RLMESH_LOCAL_FORKSERVER = env_bool("RLMESH_LOCAL_FORKSERVER", True)
 RLMESH_TCP_NODELAY = env_bool("RLMESH_TCP_NODELAY", True)  # on local TCP listeners: docs/working/image-transport.md
 #: Where the local runtime keeps unix sockets and server logs.
 RLMESH_RUN_DIR = Path(os.environ.get("RLMESH_RUN_DIR", VAR_DIR / "run"))
+# Describe envelopes of prebuilt sources by what they depend on (prebuilt/describing.py); empty: no cache.
+RLMESH_DESCRIBE_CACHE_DIR = os.environ.get("RLMESH_DESCRIBE_CACHE_DIR", str(VAR_DIR / "describe-cache")) or None
 #: Seconds an env or model server may take to accept a handshake after it is started.
 RLMESH_SERVER_READY_TIMEOUT = env_float("RLMESH_SERVER_READY_TIMEOUT", 60.0)
 #: The most seconds a stopped server's last output is waited for (runtime.docker.Container.final_output).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
@@ -12,6 +13,10 @@ from evaluations.choices import Role
 from evaluations.models import ApiKey, Membership, Organization, WorkerProcess
 
 os.environ.setdefault("RLMESH_WORKFLOW_EDITION", "2026.06")
+# Every live platform the suite starts migrates a fresh database: they share this process's describe cache, so the
+# catalog's envelopes (LIBERO's builds its scene, ~20 s) are described once per code change, not once per platform.
+if settings.RLMESH_DESCRIBE_CACHE_DIR:
+    os.environ.setdefault("RLMESH_DESCRIBE_CACHE_DIR", str(settings.RLMESH_DESCRIBE_CACHE_DIR))
 
 
 @pytest.fixture(autouse=True)

@@ -7,16 +7,14 @@ evaluation pins exactly what ran.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import rlmesh
 
+from .describing import describe_source  # noqa: F401 - services.catalog describes through the catalog
 from .envs import CLASSIC_CRITERIA, CLASSIC_SCENARIOS
 from .libero import ENV_MEMORY_BYTES as LIBERO_ENV_BYTES
 from .libero.smolvla import DOCS_PAGE as SMOLVLA_DOCS
@@ -145,52 +143,6 @@ def declared_pace(version) -> dict[str, float]:
         if value > 0:
             pace[key] = value
     return pace
-
-
-def describe_source(source: str) -> dict:
-    """The describe envelope (``rlmesh.describe``, schema_version 1) of a trusted ``python://module:Class`` source
-    (built in this process) or ``python+<venv>://`` source (built by that venv's interpreter); ``{}`` for other
-    sources or when describing fails: the envelope then only lacks what the compatibility check reads."""
-    import subprocess
-
-    from ..runtime.base import RuntimeBackendError
-    from ..runtime.local import interpreter_for
-
-    try:
-        python, target = interpreter_for(source)
-    except RuntimeBackendError:
-        return {}
-    try:
-        if python == sys.executable:
-            from rlmesh._describe import describe
-
-            # Describing builds the env once; what its libraries print then (gymnasium-robotics' Adroit notice,
-            # PyOpenGL's accelerate note) is not the caller's business: migrate and make demo stay quiet.
-            with _quiet():
-                return json.loads(json.dumps(describe(target)))
-        code = "import json, sys; from rlmesh._describe import describe; print(json.dumps(describe(sys.argv[1])))"
-        out = subprocess.run([python, "-c", code, target], capture_output=True, text=True, timeout=120,
-                             cwd=Path(__file__).resolve().parents[2], check=True).stdout
-        return json.loads(out.strip().splitlines()[-1])
-    except Exception:  # noqa: BLE001 - an envelope is optional metadata, never a reason to refuse the catalog
-        return {}
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Python-level stdout, stderr, warnings and INFO logging silenced for the duration."""
-    import logging
-    import warnings
-
-    previous = logging.root.manager.disable
-    logging.disable(logging.INFO)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-                warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logging.disable(previous)
 
 
 def _classic_scenarios() -> list[dict]:
