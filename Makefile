@@ -11,7 +11,13 @@ LIBERO_STAMP := .venv-libero/.installed
 # and ~5 minutes, so `make demo` does not build it (prebuilt/smolvla/libero needs operator-installed weights anyway).
 LR_STAMP := .venv-lerobot/.installed
 
-.PHONY: demo dev stop worker web test test-fast bench install clean docs
+.PHONY: demo dev stop worker web test test-fast bench install clean docs demo-setup test-setup system-demo system-test
+
+# The installs are independent (each venv pins its own stack; the Debian packages are the tests' services and
+# Chromium): `make demo` and `make test` run them side by side (apt calls take turns on one lock), each one's output
+# printed whole when it ends. On a fresh 2-core machine the LeRobot venv alone takes ~5 minutes.
+SETUP_JOBS ?= 5
+PARALLEL := $(MAKE) --no-print-directory --jobs=$(SETUP_JOBS) --output-sync=target
 
 install: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) $(LR_STAMP) docs
 
@@ -30,9 +36,14 @@ $(LIBERO_STAMP): scripts/setup-libero.sh scripts/venv-lib.sh
 $(LR_STAMP): scripts/setup-lerobot.sh scripts/venv-lib.sh
 	bash scripts/setup-lerobot.sh
 
-demo: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) docs
-	bash scripts/setup-system.sh demo
+demo:
+	$(PARALLEL) demo-setup
 	PORT=$(PORT) bash scripts/demo.sh
+
+demo-setup: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) docs system-demo
+
+system-demo:
+	bash scripts/setup-system.sh demo
 
 # runserver with DEBUG on and autoreload (foreground) plus one worker; make demo serves with gunicorn instead.
 dev: $(STAMP) docs
@@ -49,9 +60,14 @@ worker: $(STAMP)
 web: $(STAMP)
 	bash scripts/web.sh
 
-test: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) $(LR_STAMP) docs
-	bash scripts/setup-system.sh test
+test:
+	$(PARALLEL) test-setup
 	$(PY) -m pytest --durations=25
+
+test-setup: $(STAMP) $(MW_STAMP) $(LIBERO_STAMP) $(LR_STAMP) docs system-test
+
+system-test:
+	bash scripts/setup-system.sh test
 
 test-fast: $(STAMP) docs
 	$(PY) -m pytest -m "not live"

@@ -3,12 +3,15 @@
 # as spec/CONTAINERS.md measured. Idempotent; run as root (CI, or once on a worker host).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
+# The installs of `make test` run side by side (Makefile): apt calls take turns on one lock, and wait for any other
+# apt (unattended upgrades on a fresh machine) instead of failing on its lock.
+APT=(flock /tmp/rlmesh-apt.lock apt-get -o DPkg::Lock::Timeout=600)
 pkgs=(podman runc debootstrap docker-registry uidmap slirp4netns netavark aardvark-dns conmon iptables openssl)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  "${APT[@]}" update -q
+  "${APT[@]}" install -y -q --no-install-recommends "${missing[@]}"
 fi
 mkdir -p /etc/containers/registries.conf.d
 # crun cannot run on this kernel's hybrid cgroups, and podman's default ulimits exceed the sandbox's.

@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:-demo}
 export DEBIAN_FRONTEND=noninteractive
+# The installs of `make test` run side by side (Makefile): apt calls take turns on one lock, and wait for any other
+# apt (unattended upgrades on a fresh machine) instead of failing on its lock.
+APT=(flock /tmp/rlmesh-apt.lock apt-get -o DPkg::Lock::Timeout=600)
 
 need=()
 missing() { dpkg -s "$1" >/dev/null 2>&1 || need+=("$1"); }
@@ -26,8 +29,8 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "install them as root:  sudo apt-get install -y ${need[*]}" >&2
     exit 1
   fi
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends "${need[@]}"
+  "${APT[@]}" update -q
+  "${APT[@]}" install -y -q --no-install-recommends "${need[@]}"
 fi
 # Debian starts the packaged PostgreSQL and Redis services; the tests start their own and need neither.
 

@@ -6,6 +6,9 @@
 #   <smoke check>; venv_egl      # the family's import check; Mesa EGL for MUJOCO_GL=egl (as root)
 #   venv_stamp
 STAMP="$VENV/.installed"
+# The installs of `make test` run side by side (Makefile): apt calls take turns on one lock, and wait for any other
+# apt (unattended upgrades on a fresh machine) instead of failing on its lock.
+APT=(flock /tmp/rlmesh-apt.lock apt-get -o DPkg::Lock::Timeout=600)
 WANT="${PACKAGES[*]}"
 _venv_start=$(date +%s.%N)
 
@@ -55,7 +58,7 @@ venv_install() {
             # Debian's own python3 needs python3-venv (ensurepip) to create a venv.
             if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
                 export DEBIAN_FRONTEND=noninteractive
-                apt-get update -q && apt-get install -y -q python3-venv
+                "${APT[@]}" update -q && "${APT[@]}" install -y -q python3-venv
             fi
             rm -rf "$VENV"
             "$py" -m venv "$VENV"
@@ -73,7 +76,7 @@ venv_egl() {
         done
         if [ ${#missing[@]} -gt 0 ]; then
             export DEBIAN_FRONTEND=noninteractive
-            apt-get update -q && apt-get install -y -q "${missing[@]}"
+            "${APT[@]}" update -q && "${APT[@]}" install -y -q "${missing[@]}"
         fi
     fi
 }
