@@ -20,7 +20,10 @@ def _needs_libero():
 
 
 @pytest.mark.timeout(1800)  # 24 LIBERO episodes, 8 of them rendered: ~10 min on a loaded 2-core host
-def test_expert_succeeds_random_does_not_with_videos(platform):
+def test_expert_succeeds_random_does_not_with_videos(live):
+    """The example as a user runs it, on the embedded setup (the scaled-out one runs a smaller LIBERO evaluation
+    below: the example's 24 episodes on both setups were the suite's slowest test, 883 + 468 s loaded)."""
+    platform = live
     r = platform.cli("eval", "submit", str(EXAMPLE), "--wait", timeout=1800)
     assert r.returncode == 0, r.stdout + r.stderr
     eval_id = r.stdout.split("Submitted ")[1].split()[0]
@@ -40,6 +43,26 @@ def test_expert_succeeds_random_does_not_with_videos(platform):
     videos = [e for e in episodes if e["video"]]
     assert len(videos) == 8 and {e["seed"] for e in videos} == {0}  # record first:1 on each of 8 workloads
     assert all(e["seed"] != 0 for e in episodes if not e["video"])
+
+
+@pytest.mark.timeout(1200)
+def test_libero_on_postgresql_with_three_worker_hosts(live_pg):
+    """LIBERO on the scaled-out setup: one task's 3 episodes per model spread over three workers (one env server
+    each, admitted by each host's memory ledger), the expert succeeding and random not, the first recorded."""
+    import json
+
+    body = {"name": "LIBERO on three hosts", "models": ["prebuilt/libero-expert", "prebuilt/random"],
+            "tasks": [{"env": "prebuilt/libero", "taskId": "libero_object/0", "episodes": 3, "seed": 0, "workers": 3,
+                       "record": "first:1"}]}
+    r = live_pg.cli("eval", "submit", "-", "--wait", "--json", stdin=json.dumps(body), timeout=1100)
+    assert r.returncode == 0, r.stdout + r.stderr
+    eval_id = json.JSONDecoder().raw_decode(r.stdout)[0]["id"]
+    assert live_pg.api(f"/v1/evaluations/{eval_id}")["status"] == "completed"
+    groups = {g["key"]["model"]: g for g in live_pg.api(f"/v1/evaluations/{eval_id}/scores?groupBy=model")["groups"]}
+    assert groups["prebuilt/random"]["successRate"] == 0 and groups["prebuilt/libero-expert"]["successes"] >= 2
+    assert all(g["episodes"] == 3 and g["successSources"] == {"env": 3} for g in groups.values()), groups
+    episodes = live_pg.api(f"/v1/evaluations/{eval_id}/episodes?limit=10")["items"]
+    assert sorted(e["seed"] for e in episodes if e["video"]) == [0, 0]
 
 
 @pytest.mark.timeout(1200)
