@@ -8,7 +8,7 @@ lerobot appended to the path (:mod:`evaluations.prebuilt.libero_parity` says why
 Per suite one task (:data:`TASKS`), per init state ``k`` (seed ``1000 + k``: lerobot-eval's default start seed, whose
 sub-env ``k`` starts from init state ``k``): an episode of the scripted expert (``prebuilt/libero-expert``, reading
 our env's privileged state; the same action goes to both envs) until success or the suite's cap, and one of seeded
-uniform random actions (``--random-steps``; ``0``: to the cap). Each episode is one JSON line.
+uniform random actions (``--random-steps``; ``0``: to the cap); ``--expert-steps`` limits the expert's. Each episode is one JSON line.
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ def run(args) -> None:
     import_lerobot()
     out = open(args.out, "a", encoding="utf-8") if args.out else sys.stdout
     for suite in args.suites:
-        task = TASKS[suite]
+        task = TASKS[suite] if args.task is None else args.task
         ours = make_ours(suite, task)
         theirs = LeRobotLibero(suite, task, one_build_of_samplers=args.one_build_of_samplers)
         for k in _range(args.init_states):
             seed = START_SEED + k
-            kinds = [("expert", LiberoExpert().predict, None)] if args.expert else []
+            kinds = [("expert", LiberoExpert().predict, args.expert_steps or None)] if args.expert else []
             kinds.append(("random", random_actions(seed), args.random_steps or None))
             for kind, policy, limit in kinds:
                 t0 = time.monotonic()
@@ -66,8 +66,9 @@ def table(paths: list[str]) -> str:
     for path in paths:
         for line in Path(path).read_text().splitlines():
             r = json.loads(line)
-            row = rows.setdefault(r["suite"], {"task": r["task"], "episodes": 0, "steps": 0, "diffs": {},
-                                               "ulps": 0, "ends": set(), "max_abs": 0.0})
+            name = f"{r['suite']} ({r['task']})" + (", LeRobot one build" if r["lerobot_samplers"] == "one build" else "")
+            row = rows.setdefault(name, {"episodes": 0, "steps": 0, "diffs": {}, "ulps": 0, "ends": set(),
+                                         "max_abs": 0.0})
             row["episodes"] += 1
             row["steps"] += r["steps"] + 1  # the observation after the reset too
             row["ulps"] = max(row["ulps"], r["axis_angle_max_ulps"])
@@ -80,7 +81,7 @@ def table(paths: list[str]) -> str:
              "|---|---|---|---|---|---|"]
     for suite, row in rows.items():
         real = {f: n for f, n in row["diffs"].items() if n and f != "axis_angle_bits"}
-        lines.append(f"| {suite} ({row['task']}) | {row['episodes']} | {row['steps']} | "
+        lines.append(f"| {suite} | {row['episodes']} | {row['steps']} | "
                      f"{', '.join(f'{f} {n}' for f, n in real.items()) or '0'} | "
                      f"{row['diffs'].get('axis_angle_bits', 0)} steps, ≤ {row['ulps']} ulp, ≤ {row['max_abs']:.1e} rad | "
                      f"{', '.join(sorted(row['ends']))} |")
@@ -92,6 +93,8 @@ def main() -> None:
     parser.add_argument("--suites", nargs="+", default=list(TASKS), choices=list(TASKS))
     parser.add_argument("--init-states", default="0-2")
     parser.add_argument("--random-steps", type=int, default=30, help="0: to the suite's cap")
+    parser.add_argument("--task", type=int, help="this task index in every suite instead of TASKS")
+    parser.add_argument("--expert-steps", type=int, default=0, help="0: until success or the suite's cap")
     parser.add_argument("--no-expert", dest="expert", action="store_false")
     parser.add_argument("--one-build-of-samplers", action="store_true",
                         help="LeRobot's env with one property sampler per predicate, as ours (the equivalent setting)")
