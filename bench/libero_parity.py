@@ -8,7 +8,8 @@ lerobot appended to the path (:mod:`evaluations.prebuilt.libero_parity` says why
 Per suite one task (:data:`TASKS`), per init state ``k`` (seed ``1000 + k``: lerobot-eval's default start seed, whose
 sub-env ``k`` starts from init state ``k``): an episode of the scripted expert (``prebuilt/libero-expert``, reading
 our env's privileged state; the same action goes to both envs) until success or the suite's cap, and one of seeded
-uniform random actions (``--random-steps``; ``0``: to the cap); ``--expert-steps`` limits the expert's. Each episode is one JSON line.
+uniform random actions (``--random-steps``; ``0``: to the cap); ``--expert-steps`` limits the expert's. Each
+episode is one JSON line.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def table(paths: list[str]) -> str:
     for path in paths:
         for line in Path(path).read_text().splitlines():
             r = json.loads(line)
-            name = f"{r['suite']} ({r['task']})" + (", LeRobot one build" if r["lerobot_samplers"] == "one build" else "")
+            one_build = r["lerobot_samplers"] == "one build"
+            name = f"{r['suite']} ({r['task']})" + (", LeRobot one build" if one_build else "")
             row = rows.setdefault(name, {"episodes": 0, "steps": 0, "diffs": {}, "ulps": 0, "ends": set(),
                                          "max_abs": 0.0})
             row["episodes"] += 1
@@ -83,7 +85,8 @@ def table(paths: list[str]) -> str:
         real = {f: n for f, n in row["diffs"].items() if n and f != "axis_angle_bits"}
         lines.append(f"| {suite} | {row['episodes']} | {row['steps']} | "
                      f"{', '.join(f'{f} {n}' for f, n in real.items()) or '0'} | "
-                     f"{row['diffs'].get('axis_angle_bits', 0)} steps, ≤ {row['ulps']} ulp, ≤ {row['max_abs']:.1e} rad | "
+                     f"{row['diffs'].get('axis_angle_bits', 0)} steps, ≤ {row['ulps']} ulp, "
+                     f"≤ {row['max_abs']:.1e} rad | "
                      f"{', '.join(sorted(row['ends']))} |")
     return "\n".join(lines)
 

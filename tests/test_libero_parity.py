@@ -18,7 +18,8 @@ _SCRIPT = """
     import json
     from evaluations.prebuilt.libero import MAX_STEPS
     from evaluations.prebuilt.libero_expert import LiberoExpert
-    from evaluations.prebuilt.libero_parity import LeRobotLibero, compare_episode, import_lerobot, make_ours, random_actions
+    from evaluations.prebuilt.libero_parity import (
+        LeRobotLibero, compare_episode, import_lerobot, make_ours, random_actions)
 
     import_lerobot()
     STEPS = 12
@@ -43,11 +44,12 @@ _SCRIPT = """
 def compared() -> dict:
     if not (LIBERO_PYTHON.exists() and LEROBOT_PYTHON.exists()):
         pytest.skip("needs .venv-libero and .venv-lerobot (scripts/setup-libero.sh, scripts/setup-lerobot.sh)")
-    return _libero(_SCRIPT, timeout=900)
+    return _libero(_SCRIPT, timeout=1200)
 
 
 @pytest.mark.live
 @pytest.mark.slow
+@pytest.mark.timeout(1300)  # ten LIBERO envs built; a loaded 2-core host took over 10 min
 def test_every_step_equals_lerobots_env_on_one_task_of_each_suite(compared):
     assert sorted(compared) == ["libero_10", "libero_90", "libero_goal", "libero_object", "libero_spatial"]
     for suite, result in compared.items():
@@ -60,6 +62,7 @@ def test_every_step_equals_lerobots_env_on_one_task_of_each_suite(compared):
 
 @pytest.mark.live
 @pytest.mark.slow
+@pytest.mark.timeout(1300)  # ten LIBERO envs built; a loaded 2-core host took over 10 min
 def test_both_truncate_at_the_same_step_and_the_caps_are_lerobots(compared):
     for suite, result in compared.items():
         cap, their_cap, ours = result["caps"]

@@ -31,7 +31,8 @@ for q in quats:
     raw = {"agentview_image": rng.integers(0, 256, (256, 256, 3), dtype=np.uint8),
            "robot0_eye_in_hand_image": rng.integers(0, 256, (256, 256, 3), dtype=np.uint8),
            "robot0_eef_pos": rng.normal(size=3) * 0.3 + [0.0, 0.0, 1.0], "robot0_eef_quat": q / np.linalg.norm(q),
-           "robot0_gripper_qpos": np.array([0.039, -0.039]) * rng.uniform(0, 1), "robot0_gripper_qvel": rng.normal(size=2),
+           "robot0_gripper_qpos": np.array([0.039, -0.039]) * rng.uniform(0, 1),
+           "robot0_gripper_qvel": rng.normal(size=2),
            "robot0_joint_pos": rng.normal(size=7), "robot0_joint_vel": rng.normal(size=7)}
     ours = sp.our_select_action_input(model, sp.our_observation(raw, instruction))
     theirs = lerobot_eval(sp.lerobot_observation(raw), instruction)

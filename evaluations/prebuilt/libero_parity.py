@@ -20,9 +20,12 @@ Both envs draw from NumPy's global RNG only in their reset, each right after see
 can share the process; each reset of the pair seeds both with the same seed.
 
 :func:`compare_episode` returns, per episode, the steps compared and how many steps differed in each field:
-``image`` / ``image2`` (our uint8 frame against LeRobot's raw render rotated as its processor rotates it, byte for
-byte), ``tensor_image`` / ``tensor_image2`` (the float tensors of both pipelines), ``state`` (our ``agent_pos``
-against LeRobot's ``observation.state``, bit for bit), ``reward``, ``success``, ``terminated``, ``truncated``.
+``scene`` (the fixtures' placement after the reset), ``task`` (the instruction), ``image`` / ``image2`` (our uint8
+frame against LeRobot's raw render rotated as its processor rotates it, byte for byte), ``tensor_image`` /
+``tensor_image2`` (the float tensors of both pipelines), ``state`` (our ``agent_pos`` against LeRobot's
+``observation.state``: position and gripper bit for bit, the axis-angle within :data:`AXIS_ANGLE_TOLERANCE`),
+``axis_angle_bits`` (the axis-angle differing only within that tolerance: float32 rounding, a stated difference),
+``reward``, ``success``, ``terminated``, ``truncated``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ __all__ = ["FIELDS", "LEROBOT_SITE_PACKAGES", "LeRobotLibero", "compare_episode"
 #: ``.venv-lerobot``'s site-packages (lerobot 0.4.4, torch), beside this repository's venvs.
 LEROBOT_SITE_PACKAGES = Path(__file__).resolve().parents[2] / ".venv-lerobot" / "lib" / "python3.11" / "site-packages"
 #: What is compared at every step (see the module docstring).
-FIELDS = ("scene", "image", "image2", "tensor_image", "tensor_image2", "state", "axis_angle_bits", "reward",
+FIELDS = ("scene", "task", "image", "image2", "tensor_image", "tensor_image2", "state", "axis_angle_bits", "reward",
           "success", "terminated", "truncated")
 #: Largest difference (rad) of the axis-angle components still counted as last-bit rounding (``axis_angle_bits``,
 #: a stated difference) rather than a different state (``state``).
@@ -139,7 +142,7 @@ def random_actions(seed: int):
 
 
 def _differences(ours: dict, mine: dict, theirs_raw: dict, theirs: dict) -> set[str]:
-    """Fields of one observation that differ (images, tensors, state)."""
+    """Fields of one observation that differ (instruction, images, tensors, state)."""
     import torch
 
     out = set()
@@ -149,6 +152,8 @@ def _differences(ours: dict, mine: dict, theirs_raw: dict, theirs: dict) -> set[
             out.add(key)
         if not torch.equal(mine[f"observation.images.{key}"], theirs[f"observation.images.{key}"]):
             out.add(f"tensor_{key}")
+    if theirs["task"] != [ours["instruction"]]:
+        out.add("task")
     state, mine_state = theirs["observation.state"][0].numpy(), ours["agent_pos"]
     exact = np.r_[0:3, 6:8]  # eef position and gripper qpos: bit for bit
     if mine_state.dtype != state.dtype or mine_state[exact].tobytes() != state[exact].tobytes():
@@ -178,8 +183,9 @@ def compare_episode(ours, theirs: LeRobotLibero, *, seed: int, policy, max_steps
     ``policy(our observation) -> action`` until either ends (success or the suite's cap) or ``max_steps``.
 
     Returns ``{"steps": n, "diffs": {field: steps differing}, "first": {field: first differing step},
-    "state_max_abs": float, "axis_angle_max_ulps": int, "end": {"ours": [terminated, truncated], "lerobot": [...]}, "success": [ours, lerobot]}``;
-    step 0 is the observation after the reset."""
+    "state_max_abs": float, "axis_angle_max_ulps": int, "end": {"ours": [terminated, truncated], "lerobot": [...]},
+    "success": [ours, lerobot], "init_state": k, "caps": [ours, lerobot]}``; step 0 is the observation after the
+    reset."""
     init_state = seed % 50
     obs, info = ours.reset(seed=seed)
     raw = theirs.reset(seed, init_state)
@@ -212,8 +218,7 @@ def compare_episode(ours, theirs: LeRobotLibero, *, seed: int, policy, max_steps
         _count(diffs, first, found, step)
         step += 1
     return {"steps": step, "diffs": diffs, "first": first, "state_max_abs": state_max, "axis_angle_max_ulps": ulps,
-            "end": end,
-            "success": success, "init_state": init_state, "caps": [ours.max_steps, theirs.max_steps]}
+            "end": end, "success": success, "init_state": init_state, "caps": [ours.max_steps, theirs.max_steps]}
 
 
 def _count(diffs: dict, first: dict, found: set, step: int) -> None:

@@ -134,7 +134,8 @@ def compare_inputs(ours: dict, theirs: dict, exact_state: tuple[int, ...] = (0, 
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
             if a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b):
                 out[key] = "equal"
-            elif key == "observation.state" and a.shape == b.shape and torch.equal(a[:, exact_state], b[:, exact_state]):
+            elif (key == "observation.state" and a.shape == b.shape
+                  and torch.equal(a[:, exact_state], b[:, exact_state])):
                 out[key] = float((a.double() - b.double()).abs().max())
             else:
                 out[key] = "differs"
