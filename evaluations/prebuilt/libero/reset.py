@@ -125,8 +125,8 @@ def one_build_of_property_samplers(env) -> None:
     LIBERO creates that list once, in ``__init__``, and appends the task's open/close and on/off samplers (a drawer
     closed, a stove off) to it at every model build without clearing it; each reset draws one joint value per entry
     from NumPy's global RNG before it samples the fixtures' placement. Under robosuite's hard reset (a build per
-    episode) the n-th episode of an env drew n + 2 values, so on such tasks (``libero_spatial/4``, most of
-    ``libero_goal``, ``libero_10``, ``libero_90``) the seed's fixture placement depended on how many episodes the
+    episode) the n-th episode of an env drew n + 2 values, so on such tasks (28 of the 130 by their BDDL init
+    sections, e.g. ``libero_spatial/4``; none of ``libero_goal``) the seed's fixture placement depended on how many episodes the
     env had run before. With this, every build holds one sampler per predicate, as the single build of the soft
     reset does: the seed alone decides the episode in both paths."""
     load = env._load_model
