@@ -4,12 +4,12 @@ perturbed set), episodes as LeRobot's LiberoEnv runs them. Runs in the LIBERO ve
 from __future__ import annotations
 
 import os
-import string
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from .libero_describe import action_space, observation_space
 from .libero_episodes import CAMERA_KEYS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index
 from .libero_memory import lean, open_render_context, release_build_memory
 from .libero_reset import SceneSnapshot, one_build_of_property_samplers, soft_reset
@@ -93,22 +93,15 @@ class LiberoTaskEnv(gym.Env):
         self.steps = 0
         self.init_state: int | None = None
         self.observation_space = self._observation_space()
-        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(7,), dtype=np.float32)
+        self.action_space = action_space()
 
     def _observation_space(self) -> gym.spaces.Dict:
-        spaces: dict[str, gym.Space] = {
-            "agent_pos": gym.spaces.Box(-np.inf, np.inf, shape=(8,), dtype=np.float32),
-            "instruction": gym.spaces.Text(min_length=1, max_length=256, charset=string.printable),
-        }
-        if self.cameras:
-            spaces["pixels"] = gym.spaces.Dict({
-                CAMERA_KEYS[c]: gym.spaces.Box(0, 255, shape=(IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
-                for c in self.cameras})
+        privileged = None
         if self.privileged:
             from .libero_privileged import privileged_space
 
-            spaces["privileged"] = privileged_space(self._env)
-        return gym.spaces.Dict(spaces)
+            privileged = privileged_space(self._env)
+        return observation_space(self.cameras, privileged)
 
     # -- observations -----------------------------------------------------------------------
     def _obs(self, raw: dict) -> dict[str, Any]:

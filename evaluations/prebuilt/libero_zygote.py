@@ -1,0 +1,226 @@
+"""LIBERO env servers forked from a process that already holds the task's built env (issue 26). Runs in the LIBERO
+venv; imports neither Django nor LIBERO at module level.
+
+One zygote per host (per checkout, user and version of these files: the socket path names them,
+``evaluations.runtime.zygote``) listens on a unix socket. A request names an env server's ``rlmesh.serve`` arguments;
+the zygote builds the task's env once (a *template*: :class:`~evaluations.prebuilt.libero_env.LiberoTaskEnv`, its
+scene compiled, its build memory given back, no render context), then forks. The child becomes the server
+(``rlmesh.serve`` in its own process group, its output in its log file) and its ``Libero.make`` adopts the template
+(:func:`adopt`) instead of building: ready in well under a second, and every page of the template it does not write
+(the compiled model, the imports, the Python objects: ``gc.freeze`` keeps the collector from touching them) stays
+shared with the zygote and the task's other servers (copy on write).
+
+The episodes are the same: a reset seeds NumPy's RNG and restores the compiled scene (``libero_reset.soft_reset``)
+before it places anything, so what the template did before the fork does not reach them
+(``tests/test_libero_memory.py`` compares the trajectory digests of a forked and a freshly built env).
+
+Only envs that observe no camera are forked (``cameras: none``, what the planner asks for a model that reads no
+images): a render context (a GL context and its threads) does not survive a fork, and an env with cameras needs one
+from its first observation. A forked env that renders (a recorded episode) opens its own, as any env without
+cameras does. The zygote keeps the ``RLMESH_LIBERO_TEMPLATES`` most recently used templates (default 2) and exits
+after ``RLMESH_LIBERO_ZYGOTE_IDLE_SECONDS`` (default 600) without a request; its servers do not depend on it. A
+server exits when the worker process that asked for it is gone (as ``PR_SET_PDEATHSIG`` ties a fresh server to it).
+
+Protocol: one JSON line per connection, ``{"args", "env", "log", "cwd", "worker": [pid, start]}``; one line back,
+``{"pid", "start"}`` or ``{"error"}``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections import OrderedDict
+
+__all__ = ["TARGET", "adopt", "forkable", "template_key"]
+
+#: The ``rlmesh.serve --env`` target the zygote serves.
+TARGET = "evaluations.prebuilt.libero:Libero"
+#: The template a forked server adopts: ``(key, env)``, set in the child just after the fork.
+_ADOPTABLE: tuple | None = None
+
+
+def template_key(kwargs: dict) -> tuple | None:
+    """What identifies a template among the make kwargs of a ``Libero`` env (the defaults of ``Libero.make`` filled
+    in), or None when such an env is not forked (cameras, a hard reset, a process that keeps the old memory path)."""
+    from .libero import HARD_RESET_ENV
+    from .libero_memory import lean
+
+    hard = kwargs.get("hard_reset")
+    if hard is None:
+        hard = os.environ.get(HARD_RESET_ENV, "0").strip().lower() in ("1", "true", "yes")
+    if kwargs.get("cameras", "both") != "none" or hard or not lean():
+        return None
+    return (kwargs.get("suite", "libero_goal"), int(kwargs.get("task_index", 0)), bool(kwargs.get("privileged", False)),
+            kwargs.get("perturbation", "none"))
+
+
+def forkable(kwargs: dict) -> bool:
+    """Whether an env with these make kwargs is started by forking (:func:`template_key`)."""
+    return template_key(kwargs) is not None
+
+
+def adopt(kwargs: dict):
+    """The template this forked server was made for, if ``kwargs`` name it (once: a second make builds afresh);
+    None in any other process."""
+    global _ADOPTABLE
+    if _ADOPTABLE is None or template_key(kwargs) != _ADOPTABLE[0]:
+        return None
+    env, _ADOPTABLE = _ADOPTABLE[1], None
+    return env
+
+
+# ------------------------------------------------------------------ the zygote
+class _Templates:
+    def __init__(self, keep: int):
+        self.keep = max(1, keep)
+        self.envs: OrderedDict[tuple, object] = OrderedDict()
+
+    def get(self, key: tuple, kwargs: dict):
+        if key in self.envs:
+            self.envs.move_to_end(key)
+            return self.envs[key]
+        from .libero import Libero
+
+        gc.unfreeze()
+        while len(self.envs) >= self.keep:
+            _, old = self.envs.popitem(last=False)
+            old.close()
+        env = self.envs[key] = Libero().make(**kwargs)
+        gc.collect()
+        gc.freeze()  # the children's collector leaves these objects (and their pages) alone
+        from .libero_memory import release_build_memory
+
+        release_build_memory()
+        return env
+
+
+def _kwargs(args: list[str]) -> dict:
+    return json.loads(args[args.index("--kwargs-json") + 1]) if "--kwargs-json" in args else {}
+
+
+def _watch(pid: int, start: str | None) -> None:
+    """Exit (the whole process group) once the process ``pid`` started at ``start`` is gone."""
+    def run():
+        while _start_of(pid) == start:
+            time.sleep(1.0)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=run, daemon=True, name="worker-watch").start()
+
+
+def _start_of(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return None if fields[0] in ("Z", "X") else fields[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _serve(request: dict, key: tuple, env) -> None:  # in the forked child: becomes the server, never returns
+    global _ADOPTABLE
+    import runpy
+
+    code = 1
+    try:
+        os.setpgrp()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        fd = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
+        _watch(*request["worker"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        _ADOPTABLE = (key, env)
+        print(f"forked from the LIBERO zygote (pid {os.getppid()}) with the built env of {key}", flush=True)
+        sys.argv = ["rlmesh.serve", *request["args"]]
+        runpy.run_module("rlmesh.serve", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the server's own error goes to its log
+        import traceback
+
+        traceback.print_exc()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _handle(conn: socket.socket, templates: _Templates) -> None:
+    with conn, conn.makefile("rw") as stream:
+        try:
+            request = json.loads(stream.readline())
+            args = request["args"]
+            kwargs = _kwargs(args)
+            key = template_key(kwargs)
+            if key is None or args[:2] != ["--env", TARGET]:
+                raise ValueError(f"not a forkable LIBERO env: {args}")
+            env = templates.get(key, kwargs)
+        except Exception as exc:  # noqa: BLE001 - told to the worker, which starts a fresh server instead
+            stream.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
+            stream.flush()
+            return
+        stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            conn.close()
+            _serve(request, key, env)
+        stream.write(json.dumps({"pid": pid, "start": _start_of(pid)}) + "\n")
+        stream.flush()
+
+
+def main(path: str) -> None:
+    """Listen on the unix socket ``path`` and fork one server per request until idle (see the module docstring)."""
+    from .libero import private_config_dir
+
+    private_config_dir()
+    import libero.libero.envs  # noqa: F401 - the imports every server would spend ~1 s on
+    import rlmesh.serve  # noqa: F401
+
+    from . import libero_env  # noqa: F401
+
+    idle = float(os.environ.get("RLMESH_LIBERO_ZYGOTE_IDLE_SECONDS") or 600)
+    templates = _Templates(int(os.environ.get("RLMESH_LIBERO_TEMPLATES") or 2))
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # servers are reaped automatically
+    tmp = f"{path}.{os.getpid()}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(tmp)
+    os.chmod(tmp, 0o600)
+    mine = os.stat(tmp).st_ino
+    listener.listen(16)
+    os.replace(tmp, path)  # connectable only once it listens
+    listener.settimeout(idle)
+    print(f"LIBERO zygote {os.getpid()} listening on {path}", flush=True)
+    try:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                break
+            conn.settimeout(None)
+            _handle(conn, templates)
+    finally:
+        try:
+            if os.stat(path).st_ino == mine:  # not a successor's socket
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    # Run as the package's module, not as __main__: the forked server's Libero.make reads that module's template.
+    from evaluations.prebuilt import libero_zygote
+
+    libero_zygote.main(sys.argv[1])
