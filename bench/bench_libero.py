@@ -13,6 +13,10 @@ Each side times one episode of ``--steps`` steps including its reset (init state
    the LIBERO env servers during each run (summed over the processes and per process).
 4. **Expert throughput**: prebuilt/libero-expert on libero_object/0, one worker, episodes per minute with
    ``record: none`` and ``record: all`` (``--only-expert`` runs this part alone).
+5. **Issue 26, BEFORE / AFTER** (``--before-after``, alone): reset time, env start time, memory per env (first and
+   additional, PSS), expert episodes per minute per host, and the libero_object + libero_spatial expert sweep
+   through the platform (``--sweep 2x5``: 2 tasks × init states 0-4; ``--sweep full``: 20 × 50, 1,000 episodes),
+   BEFORE being the old code path, still selectable (``bench/libero_before_after.py``).
 
 Usage: ``.venv/bin/python bench/bench_libero.py [--steps 120] [--episodes 8]``.
 """
@@ -161,7 +165,14 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--skip-platform", action="store_true")
     parser.add_argument("--only-expert", action="store_true", help="only part 4: the expert with and without video")
+    parser.add_argument("--before-after", action="store_true", help="only part 5: issue 26's BEFORE / AFTER table")
+    parser.add_argument("--sweep", default="2x5", help="part 5's sweep: <tasks>x<init states>, or full (20x50)")
+    parser.add_argument("--workers", type=int, default=2, help="part 5: Celery worker processes AFTER")
     args = parser.parse_args()
+    if args.before_after:
+        from bench.bench_libero_26 import before_after
+
+        return before_after(args.episodes, args.sweep, args.workers)
     if args.only_expert:
         return expert_throughput(args.episodes)
     rendered = in_process("both", args.steps)

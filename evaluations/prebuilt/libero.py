@@ -355,8 +355,9 @@ class Libero(rlmesh.EnvFactory):
             return adopted
         private_config_dir()
         from .libero_describe import LiberoSpaces, describe_build
+        from .libero_memory import lean
 
-        if not privileged and describe_build():  # rlmesh reading a cameras branch's spaces (libero_describe)
+        if lean() and not privileged and describe_build():  # rlmesh reading a branch's spaces (libero_describe)
             return LiberoSpaces(CAMERAS[cameras])
         from .libero_env import LiberoTaskEnv
 

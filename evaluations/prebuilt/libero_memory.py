@@ -13,8 +13,9 @@ matplotlib; no torch) are ~0.16 GB; building the scene leaves ~1.7 GB more:
 
 :func:`release_build_memory` gives back the cache and the freed heap once the env is built, and an env without
 cameras opens its render context at its first ``render()`` (:func:`open_render_context`), so an env that records
-no video never pays for it. ``RLMESH_LIBERO_LEAN=0`` turns both off (the code path before issue 26, kept for
-``bench/bench_libero.py``'s BEFORE column).
+no video never pays for it. ``RLMESH_LIBERO_LEAN=0`` turns these off, with the describe shortcut
+(``libero_describe``) and the zygote (``libero_zygote``): the code path before issue 26, kept for
+``bench/bench_libero.py``'s BEFORE column.
 """
 
 from __future__ import annotations
@@ -53,10 +54,21 @@ def open_render_context(env) -> None:
     from robosuite.utils.binding_utils import MjRenderContextOffscreen
 
     if env.sim._render_context_offscreen is None:
-        MjRenderContextOffscreen(env.sim, device_id=env.render_gpu_device_id)  # registers itself with the sim
+        # Its constructor runs sim.forward() ("so that there is something to render"): harmless at construction,
+        # where robosuite makes it, but here, after a step, it would move the bodies to the integrated state before
+        # the frame an eager context renders without it. Skipped: the frames are the eager context's.
+        env.sim.forward = _no_forward
+        try:
+            MjRenderContextOffscreen(env.sim, device_id=env.render_gpu_device_id)  # registers itself with the sim
+        finally:
+            del env.sim.forward  # the class's method again
     context = env.sim._render_context_offscreen
     context.vopt.geomgroup[0] = 1 if env.render_collision_mesh else 0
     context.vopt.geomgroup[1] = 1 if env.render_visual_mesh else 0
+
+
+def _no_forward() -> None:
+    pass
 
 
 def resident(pid: int | str = "self") -> dict[str, int]:

@@ -18,7 +18,7 @@ Only envs that observe no camera are forked (``cameras: none``, what the planner
 images): a render context (a GL context and its threads) does not survive a fork, and an env with cameras needs one
 from its first observation. A forked env that renders (a recorded episode) opens its own, as any env without
 cameras does. The zygote keeps the ``RLMESH_LIBERO_TEMPLATES`` most recently used templates (default 2) and exits
-after ``RLMESH_LIBERO_ZYGOTE_IDLE_SECONDS`` (default 600) without a request; its servers do not depend on it. A
+after ``RLMESH_LIBERO_ZYGOTE_IDLE_SECONDS`` (default 300) without a request; its servers do not depend on it. A
 server exits when the worker process that asked for it is gone (as ``PR_SET_PDEATHSIG`` ties a fresh server to it).
 
 Protocol: one JSON line per connection, ``{"args", "env", "log", "cwd", "worker": [pid, start]}``; one line back,
@@ -191,7 +191,7 @@ def main(path: str) -> None:
 
     from . import libero_env  # noqa: F401
 
-    idle = float(os.environ.get("RLMESH_LIBERO_ZYGOTE_IDLE_SECONDS") or 600)
+    idle = float(os.environ.get("RLMESH_LIBERO_ZYGOTE_IDLE_SECONDS") or 300)
     templates = _Templates(int(os.environ.get("RLMESH_LIBERO_TEMPLATES") or 2))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # servers are reaped automatically
     tmp = f"{path}.{os.getpid()}"
