@@ -168,10 +168,14 @@ def main() -> None:
     parser.add_argument("--before-after", action="store_true", help="only part 5: issue 26's BEFORE / AFTER table")
     parser.add_argument("--sweep", default="2x5", help="part 5's sweep: <tasks>x<init states>, or full (20x50)")
     parser.add_argument("--workers", type=int, default=2, help="part 5: Celery worker processes AFTER")
+    parser.add_argument("--sweep-only", action="store_true", help="part 5's sweep alone (AFTER)")
+    parser.add_argument("--sweep-minutes", type=float, default=120, help="--sweep-only: cancel it after this long")
     args = parser.parse_args()
-    if args.before_after:
-        from bench.bench_libero_26 import before_after
+    if args.before_after or args.sweep_only:
+        from bench.bench_libero_26 import before_after, sweep_only
 
+        if args.sweep_only:
+            return sweep_only(args.episodes, args.sweep, args.workers, args.sweep_minutes)
         return before_after(args.episodes, args.sweep, args.workers)
     if args.only_expert:
         return expert_throughput(args.episodes)

@@ -46,6 +46,21 @@ def before_after(episodes: int, sweep: str, workers: int) -> None:
     print(f"raw results: {path}")
 
 
+def sweep_only(episodes: int, sweep: str, workers: int, minutes: float = 120) -> None:
+    """The sweep alone, AFTER (e.g. ``--sweep full`` once the table's other rows are measured); cancelled after
+    ``minutes``, with the episodes recorded by then as its (labelled) result."""
+    tasks, states = _tasks(sweep)
+    w = ba.platform(ba.AFTER, tasks, states, workers, timeout=minutes * 60)
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"libero-26-sweep-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    path.write_text(json.dumps({"sweep": sweep, "workers": workers, "sweep_after": w}, indent=1))
+    print(f"sweep {len(tasks)} tasks x {states} ({w['episodes']} episodes, {workers} workers, {w['status']}): "
+          f"{w['platform_wall_s'] / 60:.1f} min, {w['per_min']:.1f} episodes/min")
+    for task, (ok, total) in sorted(w["per_task"].items()):
+        print(f"  {task}: {ok}/{total}")
+    print(f"raw results: {path}")
+
+
 def _print(out: dict, tasks: list[str], states: int) -> None:
     gb = 2**30
     s, r, e, w = out["servers"], out["reset_s"], out["expert"], out["sweep_after"]
@@ -66,9 +81,10 @@ def _print(out: dict, tasks: list[str], states: int) -> None:
          f"{e['after_1']['per_min']:.1f}"),
         (f"expert episodes/min per host (AFTER {out['workers_after']} workers)", f"{e['before']['per_min']:.1f}",
          f"{e['after']['per_min']:.1f}"),
-        (f"sweep {len(tasks)} tasks x {states} ({n} episodes)", "", f"{w['wall_s'] / 60:.1f} min ({after_rate:.1f}/min)"),
+        (f"sweep {len(tasks)} tasks x {states} ({n} episodes)", "",
+         f"{w['platform_wall_s'] / 60:.1f} min ({after_rate:.1f}/min)"),
         ("full sweep, 1,000 episodes", f"{before_full / 60:.0f} min (extrapolated from the BEFORE rate)",
-         f"{w['wall_s'] / 60:.1f} min" if n == full else f"{full / after_rate:.0f} min (extrapolated from this slice)"),
+         f"{w['platform_wall_s'] / 60:.1f} min" if n == full else f"{full / after_rate:.0f} min (extrapolated from this slice)"),
     ]
     width = max(len(a) for a, _, _ in rows)
     print(f"{'':{width}}  {'BEFORE':>24}  {'AFTER':>24}")
