@@ -200,7 +200,7 @@ def test_only_state_only_soft_reset_libero_envs_are_forked(settings, kwargs, for
 
 
 def test_the_old_memory_path_is_not_forked(monkeypatch):
-    from evaluations.prebuilt.libero_zygote import forkable
+    from evaluations.prebuilt.libero_adopt import forkable
 
     kwargs = {"suite": "libero_object", "task_index": 0, "cameras": "none"}
     assert forkable(kwargs)
@@ -212,14 +212,14 @@ def test_the_old_memory_path_is_not_forked(monkeypatch):
 
 
 def test_a_forked_server_adopts_its_template_once_and_only_for_its_task(monkeypatch):
-    from evaluations.prebuilt import libero_zygote
+    from evaluations.prebuilt import libero_adopt
 
     kwargs = {"suite": "libero_object", "task_index": 3, "cameras": "none"}
     template = object()
-    monkeypatch.setattr(libero_zygote, "_ADOPTABLE", (libero_zygote.template_key(kwargs), template))
-    assert libero_zygote.adopt({**kwargs, "task_index": 4}) is None
-    assert libero_zygote.adopt(kwargs) is template
-    assert libero_zygote.adopt(kwargs) is None  # a second make builds
+    monkeypatch.setattr(libero_adopt, "ADOPTABLE", (libero_adopt.template_key(kwargs), template))
+    assert libero_adopt.adopt({**kwargs, "task_index": 4}) is None
+    assert libero_adopt.adopt(kwargs) is template
+    assert libero_adopt.adopt(kwargs) is None  # a second make builds
 
 
 def test_a_zygote_that_cannot_fork_falls_back_to_a_fresh_server(settings, tmp_path, monkeypatch):
@@ -257,3 +257,22 @@ def test_the_zygote_socket_names_the_code_it_runs(settings, tmp_path):
     assert path.name.startswith("rlmesh-libero-zygote-") and len(str(path)) < 100
     assert zygote.socket_path("/y/python") != path  # another interpreter, another zygote
     assert json.dumps(str(path))  # a plain path: the worker and the zygote agree on it
+
+
+def test_the_worker_sends_its_request_only_to_a_zygote_of_its_own_user(tmp_path, monkeypatch):
+    """The request carries the server's environment (the worker's settings and secrets): a socket at the zygote's
+    path that another user listens on is refused."""
+    import socket
+
+    from evaluations.runtime import zygote
+
+    path = tmp_path / "z.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen(1)
+    zygote._connect(path, 5).close()  # this user's: accepted
+    real = zygote.os.getuid()
+    monkeypatch.setattr(zygote.os, "getuid", lambda: real + 1)  # as if another user listened there
+    with pytest.raises(OSError, match="served by uid"):
+        zygote._connect(path, 5)
+    listener.close()

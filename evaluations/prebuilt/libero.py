@@ -347,7 +347,7 @@ class Libero(rlmesh.EnvFactory):
         if cameras not in CAMERAS:
             raise ValueError(f"cameras must be one of {', '.join(CAMERAS)}")
         folder = perturbed_folder(suite, perturbation)
-        from .libero_zygote import adopt
+        from .libero_adopt import adopt
 
         adopted = adopt({"suite": suite, "task_index": int(task_index), "cameras": cameras, "privileged": privileged,
                          "perturbation": perturbation, "hard_reset": hard_reset})

@@ -6,9 +6,9 @@ One zygote per host (per checkout, user and version of these files: the socket p
 the zygote builds the task's env once (a *template*: :class:`~evaluations.prebuilt.libero_env.LiberoTaskEnv`, its
 scene compiled, its build memory given back, no render context), then forks. The child becomes the server
 (``rlmesh.serve`` in its own process group, its output in its log file) and its ``Libero.make`` adopts the template
-(:func:`adopt`) instead of building: ready in well under a second, and every page of the template it does not write
-(the compiled model, the imports, the Python objects: ``gc.freeze`` keeps the collector from touching them) stays
-shared with the zygote and the task's other servers (copy on write).
+(``libero_adopt.adopt``) instead of building: ready in well under a second, and every page of the template it does
+not write (the compiled model, the imports, the Python objects: ``gc.freeze`` keeps the collector from touching
+them) stays shared with the zygote and the task's other servers (copy on write).
 
 The episodes are the same: a reset seeds NumPy's RNG and restores the compiled scene (``libero_reset.soft_reset``)
 before it places anything, so what the template did before the fork does not reach them
@@ -37,43 +37,9 @@ import threading
 import time
 from collections import OrderedDict
 
-__all__ = ["TARGET", "adopt", "forkable", "template_key"]
+from .libero_adopt import TARGET, template_key
 
-#: The ``rlmesh.serve --env`` target the zygote serves.
-TARGET = "evaluations.prebuilt.libero:Libero"
-#: The template a forked server adopts: ``(key, env)``, set in the child just after the fork.
-_ADOPTABLE: tuple | None = None
-
-
-def template_key(kwargs: dict) -> tuple | None:
-    """What identifies a template among the make kwargs of a ``Libero`` env (the defaults of ``Libero.make`` filled
-    in), or None when such an env is not forked (cameras, a hard reset, a process that keeps the old memory path)."""
-    from .libero import HARD_RESET_ENV
-    from .libero_memory import lean
-
-    hard = kwargs.get("hard_reset")
-    if hard is None:
-        hard = os.environ.get(HARD_RESET_ENV, "0").strip().lower() in ("1", "true", "yes")
-    if kwargs.get("cameras", "both") != "none" or hard or not lean():
-        return None
-    return (kwargs.get("suite", "libero_goal"), int(kwargs.get("task_index", 0)), bool(kwargs.get("privileged", False)),
-            kwargs.get("perturbation", "none"))
-
-
-def forkable(kwargs: dict) -> bool:
-    """Whether an env with these make kwargs is started by forking (:func:`template_key`)."""
-    return template_key(kwargs) is not None
-
-
-def adopt(kwargs: dict):
-    """The template this forked server was made for, if ``kwargs`` name it (once: a second make builds afresh);
-    None in any other process."""
-    global _ADOPTABLE
-    if _ADOPTABLE is None or template_key(kwargs) != _ADOPTABLE[0]:
-        return None
-    env, _ADOPTABLE = _ADOPTABLE[1], None
-    return env
-
+__all__ = ["main"]
 
 # ------------------------------------------------------------------ the zygote
 class _Templates:
@@ -124,8 +90,9 @@ def _start_of(pid: int) -> str | None:
 
 
 def _serve(request: dict, key: tuple, env) -> None:  # in the forked child: becomes the server, never returns
-    global _ADOPTABLE
     import runpy
+
+    from . import libero_adopt
 
     code = 1
     try:
@@ -142,7 +109,7 @@ def _serve(request: dict, key: tuple, env) -> None:  # in the forked child: beco
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
-        _ADOPTABLE = (key, env)
+        libero_adopt.ADOPTABLE = (key, env)
         print(f"forked from the LIBERO zygote (pid {os.getppid()}) with the built env of {key}", flush=True)
         sys.argv = ["rlmesh.serve", *request["args"]]
         runpy.run_module("rlmesh.serve", run_name="__main__", alter_sys=True)
@@ -181,6 +148,12 @@ def _handle(conn: socket.socket, templates: _Templates) -> None:
         stream.flush()
 
 
+def _peer_uid(conn: socket.socket) -> int:
+    import struct
+
+    return struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[1]
+
+
 def main(path: str) -> None:
     """Listen on the unix socket ``path`` and fork one server per request until idle (see the module docstring)."""
     from .libero import private_config_dir
@@ -196,8 +169,11 @@ def main(path: str) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # servers are reaped automatically
     tmp = f"{path}.{os.getpid()}"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(tmp)
-    os.chmod(tmp, 0o600)
+    umask = os.umask(0o177)  # the socket is created owner-only: a request runs code as this user
+    try:
+        listener.bind(tmp)
+    finally:
+        os.umask(umask)
     mine = os.stat(tmp).st_ino
     listener.listen(16)
     os.replace(tmp, path)  # connectable only once it listens
@@ -210,6 +186,9 @@ def main(path: str) -> None:
             except TimeoutError:
                 break
             conn.settimeout(None)
+            if _peer_uid(conn) != os.getuid():  # only this user's workers
+                conn.close()
+                continue
             _handle(conn, templates)
     finally:
         try:
@@ -220,7 +199,4 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    # Run as the package's module, not as __main__: the forked server's Libero.make reads that module's template.
-    from evaluations.prebuilt import libero_zygote
-
-    libero_zygote.main(sys.argv[1])
+    main(sys.argv[1])

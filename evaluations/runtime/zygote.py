@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from ..prebuilt import libero_zygote
+from ..prebuilt import libero_adopt, libero_zygote
 from .base import RuntimeBackendError, ServerSpec
 from .forkserver import ForkedProcess
 
@@ -35,28 +36,36 @@ _MODULES = Path(libero_zygote.__file__).parent
 
 def serves(spec: ServerSpec, python: str, target: str) -> bool:
     """Whether the server of ``spec`` is forked from the LIBERO zygote: a ``python+libero://`` env server of
-    ``Libero`` whose make kwargs it forks (``libero_zygote.forkable``: no cameras, the soft reset), with
+    ``Libero`` whose make kwargs it forks (``libero_adopt.forkable``: no cameras, the soft reset), with
     ``RLMESH_LIBERO_FORKSERVER`` on."""
     return (settings.RLMESH_LIBERO_FORKSERVER and spec.kind == "env" and spec.source.startswith("python+libero://")
-            and target == libero_zygote.TARGET and python == settings.RLMESH_PYTHON_ENVS.get("libero")
-            and libero_zygote.forkable(dict(spec.kwargs)))
+            and target == libero_adopt.TARGET and python == settings.RLMESH_PYTHON_ENVS.get("libero")
+            and libero_adopt.forkable(dict(spec.kwargs)))
 
 
 @cache
 def socket_path(python: str) -> Path:
-    """The zygote's socket for ``python``: in the temp dir, named by a digest of the user, the checkout, the
-    interpreter and the bytes of every ``evaluations/prebuilt/libero*.py`` (a code change gets a new zygote)."""
+    """The zygote's socket for ``python``: in ``RLMESH_RUN_DIR`` (the temp dir when that path is too long for a
+    unix socket), named by a digest of the user, the checkout, the interpreter and the bytes of every
+    ``evaluations/prebuilt/libero*.py`` (a code change gets a new zygote)."""
     h = hashlib.sha256(f"{os.getuid()}:{settings.BASE_DIR}:{python}".encode())
     for path in sorted(_MODULES.glob("libero*.py")):
         h.update(path.read_bytes())
-    return Path(tempfile.gettempdir()) / f"rlmesh-libero-zygote-{h.hexdigest()[:16]}.sock"
+    name = f"libero-zygote-{h.hexdigest()[:16]}.sock"
+    run_dir = Path(settings.RLMESH_RUN_DIR)
+    return run_dir / name if len(str(run_dir / name)) < 100 else Path(tempfile.gettempdir()) / f"rlmesh-{name}"
 
 
 def _connect(path: Path, timeout: float) -> socket.socket:
+    """Connect to the zygote at ``path``; OSError unless the process listening there runs as this user (the request
+    carries the server's environment)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(str(path))
+        _, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        if uid != os.getuid():
+            raise OSError(f"{path} is served by uid {uid}, not this user")
     except OSError:
         sock.close()
         raise
@@ -65,6 +74,8 @@ def _connect(path: Path, timeout: float) -> socket.socket:
 
 def _start_zygote(python: str, path: Path, env: dict, cwd: str, wait_seconds: float) -> socket.socket:
     """Connect to the zygote, starting it first when none answers (one starter at a time, under a lock)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Path(settings.RLMESH_RUN_DIR).mkdir(parents=True, exist_ok=True)
     with open(f"{path}.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
@@ -72,7 +83,6 @@ def _start_zygote(python: str, path: Path, env: dict, cwd: str, wait_seconds: fl
         except OSError:
             pass
         log = Path(settings.RLMESH_RUN_DIR) / "libero-zygote.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as out:
             # Its own session: it serves every worker process of the host and outlives the one that started it.
             proc = subprocess.Popen([python, "-m", "evaluations.prebuilt.libero_zygote", str(path)], cwd=cwd,
