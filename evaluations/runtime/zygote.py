@@ -1,7 +1,7 @@
 """The worker's side of the LIBERO zygote (:mod:`evaluations.prebuilt.libero_zygote`): LIBERO env servers without
 cameras are forked from one process per host that holds the task's built env, instead of a fresh interpreter that
 imports LIBERO and builds the scene (measured in ``bench/bench_libero.py``: ready in ~0.3 s instead of 5-10 s for a
-task the zygote holds, and each further server adds ~0.1 GB instead of 0.74 GB).
+task the zygote holds, and each further server adds 0.03-0.04 GB instead of 0.74 GB).
 
 The zygote is started by the first worker process that needs it (under a lock, in its own session, so it outlives
 that worker) and is found by its socket path, which names the user, the checkout, the LIBERO interpreter and the
