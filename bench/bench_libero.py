@@ -9,10 +9,14 @@ Each side times one episode of ``--steps`` steps including its reset (init state
    (``rlmesh.run(RemoteModel, RemoteEnv)``, as ``evaluations.runs.runner`` does). Prints steps/s and the ratio.
 2. **State-only vs rendered**, in-process: ``cameras: none`` against ``both``.
 3. **workers: 4 vs workers: 1** on a live platform (gunicorn + Celery, SQLite + the database broker): prebuilt/random on
-   libero_object/0 (state only, as the planner makes it), steps/s from ``/metrics``, and the peak resident memory of
-   the LIBERO env servers during each run (summed over the processes and per process).
+   libero_object/0 (state only, as the planner makes it), steps/s from ``/metrics``, and the peak proportional
+   resident memory (PSS) of the LIBERO env servers and their zygote during each run (summed, and per process).
 4. **Expert throughput**: prebuilt/libero-expert on libero_object/0, one worker, episodes per minute with
    ``record: none`` and ``record: all`` (``--only-expert`` runs this part alone).
+5. **Issue 26, BEFORE / AFTER** (``--before-after``, alone): reset time, env start time, memory per env (first and
+   additional, PSS), expert episodes per minute per host, and the libero_object + libero_spatial expert sweep
+   through the platform (``--sweep 2x5``: 2 tasks × init states 0-4; ``--sweep full``: 20 × 50, 1,000 episodes),
+   BEFORE being the old code path, still selectable (``bench/libero_before_after.py``).
 
 Usage: ``.venv/bin/python bench/bench_libero.py [--steps 120] [--episodes 8]``.
 """
@@ -105,7 +109,9 @@ def served(steps: int) -> float:
 
 
 def _libero_rss() -> list[int]:
-    """Resident bytes of every LIBERO env server on this host started from this checkout."""
+    """Proportional resident bytes (PSS: shared pages split between their sharers, so the sum is what the host
+    holds) of every LIBERO env server on this host started from this checkout, and of the zygote its state-only
+    servers are forked from (``evaluations.prebuilt.libero.zygote``; its children carry its command line)."""
     out = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -114,11 +120,12 @@ def _libero_rss() -> list[int]:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             if str(LIBERO_PYTHON).encode() not in cmd[0] and b".venv-libero" not in cmd[0]:
                 continue
-            if b"evaluations.prebuilt.libero:Libero" not in cmd or Path(f"/proc/{pid}/cwd").resolve() != ROOT:
+            if (b"evaluations.prebuilt.libero:Libero" not in cmd and b"evaluations.prebuilt.libero.zygote" not in cmd) \
+                    or Path(f"/proc/{pid}/cwd").resolve() != ROOT:
                 continue
-            rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                       if line.startswith("VmRSS:"))
-            out.append(rss * 1024)
+            pss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+                       if line.startswith("Pss:"))
+            out.append(pss * 1024)
         except (OSError, StopIteration, ValueError):
             continue
     return out
@@ -161,7 +168,18 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--skip-platform", action="store_true")
     parser.add_argument("--only-expert", action="store_true", help="only part 4: the expert with and without video")
+    parser.add_argument("--before-after", action="store_true", help="only part 5: issue 26's BEFORE / AFTER table")
+    parser.add_argument("--sweep", default="2x5", help="part 5's sweep: <tasks>x<init states>, or full (20x50)")
+    parser.add_argument("--workers", type=int, default=2, help="part 5: Celery worker processes AFTER")
+    parser.add_argument("--sweep-only", action="store_true", help="part 5's sweep alone (AFTER)")
+    parser.add_argument("--sweep-minutes", type=float, default=120, help="--sweep-only: cancel it after this long")
     args = parser.parse_args()
+    if args.before_after or args.sweep_only:
+        from bench.bench_libero_26 import before_after, sweep_only
+
+        if args.sweep_only:
+            return sweep_only(args.episodes, args.sweep, args.workers, args.sweep_minutes)
+        return before_after(args.episodes, args.sweep, args.workers)
     if args.only_expert:
         return expert_throughput(args.episodes)
     rendered = in_process("both", args.steps)
@@ -184,7 +202,7 @@ def main() -> None:
     for row in rows:
         print(f"platform, prebuilt/random state-only, workers={row['workers']}: {row['steps_per_s']:.0f} steps/s over "
               f"{row['wall_s']:.1f} s ({row['steps_per_s'] / rows[0]['steps_per_s']:.2f}x workers=1), peak LIBERO env "
-              f"RSS {row['rss_total'] / 2**30:.2f} GB over {row['rss_n']} envs ({row['rss_each'] / 2**30:.2f} GB max each) "
+              f"PSS {row['rss_total'] / 2**30:.2f} GB over {row['rss_n']} processes ({row['rss_each'] / 2**30:.2f} GB max each) "
               f"{row['status']}")
     expert_throughput(args.episodes)
 

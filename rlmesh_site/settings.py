@@ -360,8 +360,8 @@ RLMESH_PYTHON_ENVS = {n: os.environ.get(f"RLMESH_{n.upper()}_PYTHON", str(BASE_D
 RLMESH_SMOLVLA_LIBERO_DIR, RLMESH_SMOLVLA_BACKBONE_DIR = env_str("RLMESH_SMOLVLA_LIBERO_DIR"), env_str("RLMESH_SMOLVLA_BACKBONE_DIR")
 #: The shards of one workload on a host share one model server (rlmesh model servers take many sessions).
 RLMESH_SHARE_MODEL_SERVERS = env_bool("RLMESH_SHARE_MODEL_SERVERS", True)
-#: Fork local servers from a preloaded forkserver (ready in ~30 ms) instead of starting a fresh interpreter (~0.5 s).
-RLMESH_LOCAL_FORKSERVER = env_bool("RLMESH_LOCAL_FORKSERVER", True)
+RLMESH_LOCAL_FORKSERVER = env_bool("RLMESH_LOCAL_FORKSERVER", True)  # fork local servers: runtime.forkserver
+RLMESH_LIBERO_FORKSERVER = env_bool("RLMESH_LIBERO_FORKSERVER", True)  # state-only LIBERO envs: runtime.zygote
 RLMESH_TCP_NODELAY = env_bool("RLMESH_TCP_NODELAY", True)  # on local TCP listeners: docs/working/image-transport.md
 #: Where the local runtime keeps unix sockets and server logs.
 RLMESH_RUN_DIR = Path(os.environ.get("RLMESH_RUN_DIR", VAR_DIR / "run"))

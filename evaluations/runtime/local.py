@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 import shutil
 import signal
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from . import forkserver, tcp_nodelay
+from . import forkserver, tcp_nodelay, zygote
 from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections
 
 _PR_SET_PDEATHSIG = 1
@@ -165,6 +166,12 @@ class LocalRuntime(RuntimeBackend):
                                         nodelay=nodelay)
             except OSError:
                 proc = None  # a broken forkserver costs speed, never the episode: start a fresh interpreter
+        if proc is None and zygote.serves(spec, python, target):
+            try:  # a LIBERO env without cameras: forked from the process holding the task's built env
+                proc = zygote.start(spec, python, args, env=env, log_path=str(log_path), cwd=str(settings.BASE_DIR))
+            except OSError as exc:  # as with the forkserver: a fresh interpreter instead
+                logging.getLogger(__name__).warning("LIBERO zygote unavailable (%s): starting %s fresh", exc, name)
+                proc = None
         if proc is None:  # another venv's interpreter (python+<venv>://), or the forkserver turned off
             with open(log_path, "ab") as log_file:
                 proc = subprocess.Popen(

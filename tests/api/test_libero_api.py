@@ -69,7 +69,7 @@ def test_libero_pro_perturbations_reach_the_env_and_unsupported_ones_are_refused
 
 
 def test_workers_beyond_the_hosts_memory_are_capped_and_the_preview_says_so(api, settings):
-    settings.RLMESH_WORKER_HOST_MEMORY_BYTES = 8 * 2**30  # 75 % of 8 GB holds two 3 GB LIBERO envs
+    settings.RLMESH_WORKER_HOST_MEMORY_BYTES = 4 * 2**30  # 75 % of 4 GiB holds two 1.5 GiB LIBERO envs
     r = api.post("/v1/evaluation-previews", _request(episodes=8, workers=4), format="json")
     assert r.status_code == 200, r.content
     body = r.json()
@@ -117,14 +117,14 @@ def test_the_migration_gives_index_scenarios_their_task_id(api):
 
 def test_the_estimate_uses_liberos_measured_pace_and_its_memory_cap(api, settings):
     """LIBERO's pace label (5 s start, 3.6 s reset, 95 steps/s, 3.2 with images, 0.15 s a video frame) and at most
-    floor(0.75 × host memory / 3 GB) env servers at once: examples/libero.json was estimated at 88 s before, and
+    floor(0.75 × host memory / 1.5 GiB) env servers at once: examples/libero.json was estimated at 88 s before, and
     took 222–264 s on a 24 GB host."""
     import json
 
     from evaluations.models import WorkerProcess
     from tests.support.live import ROOT
 
-    settings.RLMESH_WORKER_HOST_MEMORY_BYTES = 8 * 2**30  # 0.75 × 8 GB / 3 GB: 2 envs per host
+    settings.RLMESH_WORKER_HOST_MEMORY_BYTES = 4 * 2**30  # 0.75 × 4 GiB / 1.5 GiB: 2 envs per host
     for i in range(12):  # three hosts of four pool processes each
         WorkerProcess.objects.create(identity=f"host-{i % 3}:{i}", hostname=f"host-{i % 3}", pid=i + 1)
     body = json.loads((ROOT / "examples" / "libero.json").read_text())

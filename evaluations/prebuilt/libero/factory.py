@@ -199,9 +199,11 @@ MAX_STEPS: dict[str, int] = {
     "libero_90": 400,
 }
 
-#: Resident memory of one LIBERO env server (measured 1.3–2.5 GB in-process, 2.7–2.84 GB peak as served by the
-#: platform, bench/bench_libero.py): the planner caps concurrent LIBERO envs per worker host from it.
-ENV_MEMORY_BYTES = 3 * 2**30  # 3 GiB
+#: Resident memory of one LIBERO env server, what the planner and the host memory ledger count per env
+#: (bench/bench_libero.py, issue 26): 0.74 GB without cameras, ~1.3 GB with cameras or once it records a video (its
+#: render context); a server forked from the zygote adds far less (libero_zygote). Was 3 GiB (1.9-2.2 GB each,
+#: 2.86 GB peak served) before the build's memory was given back (libero_memory).
+ENV_MEMORY_BYTES = 3 * 2**29  # 1.5 GiB
 
 #: LIBERO-PRO's perturbed task sets (``libero/libero/bddl_files/<suite>_<suffix>``, each with its own init states),
 #: by the ``perturbation`` make parameter: suites that ship it, and what changes. ``position:<d>`` shifts are shipped
@@ -350,7 +352,18 @@ class Libero(rlmesh.EnvFactory):
         if cameras not in CAMERAS:
             raise ValueError(f"cameras must be one of {', '.join(CAMERAS)}")
         folder = perturbed_folder(suite, perturbation)
+        from .adopt import adopt
+
+        adopted = adopt({"suite": suite, "task_index": int(task_index), "cameras": cameras, "privileged": privileged,
+                         "perturbation": perturbation, "hard_reset": hard_reset})
+        if adopted is not None:  # forked from the zygote that built this env (libero_zygote)
+            return adopted
         private_config_dir()
+        from .describe import LiberoSpaces, describe_build
+        from .memory import lean
+
+        if lean() and not privileged and describe_build():  # rlmesh reading a branch's spaces (libero_describe)
+            return LiberoSpaces(CAMERAS[cameras])
         from .env import LiberoTaskEnv
 
         # The compiled scene is restored by default (the same episodes by digest; docs/using/libero.md).
