@@ -18,7 +18,7 @@ _SCRIPT = """
 import json, sys
 import numpy as np
 from evaluations.prebuilt.libero.smolvla import SmolVLALibero
-from evaluations.prebuilt import smolvla_parity as sp
+from evaluations.prebuilt.libero import smolvla_parity as sp
 policy_dir, backbone_dir = sys.argv[1], sys.argv[2]
 model = SmolVLALibero.from_config(policy_dir=policy_dir, backbone_dir=backbone_dir)
 lerobot_eval = sp.LeRobotEvalInput(policy_dir, backbone_dir, suite="libero_spatial")

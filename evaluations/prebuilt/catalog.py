@@ -265,9 +265,10 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         "and step caps; success from the BDDL goal; LIBERO-PRO perturbations. Runs in its own venv (MuJoCo 3.17).",
         scenarios=_libero_scenarios(),
         memory_bytes=LIBERO_ENV_BYTES,
-        # measured on 2 cores (issue 18, bench/bench_libero.py), slow ends: make 1.7–4.9 s, reset + init state
-        # 2.0–3.6 s, 95–145 steps/s unrendered, 3.2–9.1 with both cameras, ~0.15 s per agentview video frame
-        pace={"startSeconds": 5.0, "resetSeconds": 3.6, "stepsPerSecond": 95.0, "imageStepsPerSecond": 3.2,
+        # measured on 2 cores (issues 18, 26; bench/bench_libero.py), slow ends: a first server 5.3 s (a forked one
+        # 0.12 s), reset + init state 0.37 s (the kept scene; a rebuild 2.0–4.3 s), 95–145 steps/s unrendered,
+        # 3.2–9.1 with both cameras, ~0.15 s per agentview video frame
+        pace={"startSeconds": 5.0, "resetSeconds": 0.4, "stepsPerSecond": 95.0, "imageStepsPerSecond": 3.2,
               "renderSeconds": 0.15},
         # make builds the robosuite scene before the server listens: 2–5 s idle, minutes on a loaded host
         ready_seconds=300,

@@ -116,7 +116,7 @@ def test_the_migration_gives_index_scenarios_their_task_id(api):
 
 
 def test_the_estimate_uses_liberos_measured_pace_and_its_memory_cap(api, settings):
-    """LIBERO's pace label (5 s start, 3.6 s reset, 95 steps/s, 3.2 with images, 0.15 s a video frame) and at most
+    """LIBERO's pace label (5 s start, 0.4 s reset, 95 steps/s, 3.2 with images, 0.15 s a video frame) and at most
     floor(0.75 × host memory / 1.5 GiB) env servers at once: examples/libero.json was estimated at 88 s before, and
     took 222–264 s on a 24 GB host."""
     import json
@@ -129,13 +129,13 @@ def test_the_estimate_uses_liberos_measured_pace_and_its_memory_cap(api, setting
         WorkerProcess.objects.create(identity=f"host-{i % 3}:{i}", hostname=f"host-{i % 3}", pid=i + 1)
     body = json.loads((ROOT / "examples" / "libero.json").read_text())
     est = api.post("/v1/evaluation-previews", body, format="json").json()["estimates"]
-    per_workload = 5.0 + 3 * 3.6 + 3 * 280 / 95.0 + 1 * 280 * 0.15  # 8 workloads, one shard each
+    per_workload = 5.0 + 3 * 0.4 + 3 * 280 / 95.0 + 1 * 280 * 0.15  # 8 workloads, one shard each
     assert est["estimatedSecondsUpperBound"] == pytest.approx(8 * per_workload / 6, abs=0.1)  # 3 hosts × 2 envs
     body["models"] = ["prebuilt/random"]
     body["tasks"] = body["tasks"][:1]
     body["tasks"][0]["record"] = "none"
     one = api.post("/v1/evaluation-previews", body, format="json").json()["estimates"]
-    assert one["estimatedSecondsUpperBound"] == pytest.approx(5.0 + 3 * 3.6 + 3 * 280 / 95.0, abs=0.1)
+    assert one["estimatedSecondsUpperBound"] == pytest.approx(5.0 + 3 * 0.4 + 3 * 280 / 95.0, abs=0.1)
 
 
 def test_a_workload_that_reads_images_is_estimated_at_the_rendered_pace(settings):

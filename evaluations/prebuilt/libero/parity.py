@@ -41,7 +41,7 @@ __all__ = ["FIELDS", "LEROBOT_SITE_PACKAGES", "LeRobotLibero", "compare_episode"
            "random_actions"]
 
 #: ``.venv-lerobot``'s site-packages (lerobot 0.4.4, torch), beside this repository's venvs.
-LEROBOT_SITE_PACKAGES = Path(__file__).resolve().parents[2] / ".venv-lerobot" / "lib" / "python3.11" / "site-packages"
+LEROBOT_SITE_PACKAGES = Path(__file__).resolve().parents[3] / ".venv-lerobot" / "lib" / "python3.11" / "site-packages"
 #: What is compared at every step (see the module docstring).
 FIELDS = ("scene", "task", "image", "image2", "tensor_image", "tensor_image2", "state", "axis_angle_bits", "reward",
           "success", "terminated", "truncated")
