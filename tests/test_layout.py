@@ -163,7 +163,34 @@ def unresolved_imports() -> list[str]:
                 continue
             if not _exists(base):
                 out.append(f"{path.relative_to(ROOT)}:{node.lineno} {base}")
+            elif (ROOT.joinpath(*base.split(".")) / "__init__.py").is_file():
+                # ``from package import name``: a submodule, or a name the package's __init__ defines (a module
+                # moved into a folder of its own left ``from . import libero_env`` naming nothing).
+                for alias in node.names:
+                    if alias.name != "*" and not _exists(f"{base}.{alias.name}") and alias.name not in _names(base):
+                        out.append(f"{path.relative_to(ROOT)}:{node.lineno} {base}.{alias.name}")
     return out
+
+
+def _names(module: str) -> set[str]:
+    """Top-level names a project module defines or imports, following its ``from .x import *`` one level per step."""
+    path = ROOT.joinpath(*module.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*" and isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                    names |= _names(f"{package}.{node.module}")
+                elif alias.name != "*":
+                    names.add(alias.asname or alias.name.split(".")[0])
+    return names
 
 
 def _exists(module: str) -> bool:

@@ -1,8 +1,8 @@
-"""``prebuilt/libero-expert``: a **privileged scripted** pick-and-place policy for LIBERO (not a learned policy).
+"""``prebuilt/libero-expert``: a **privileged scripted** policy for LIBERO (not a learned policy).
 
 It reads the simulator's ground truth that ``prebuilt/libero`` puts under ``observation["privileged"]`` when
-made with ``privileged: true`` (:mod:`evaluations.prebuilt.libero.privileged`: object and region poses,
-end effector, gripper, the BDDL goal) and moves the end effector through waypoints with LIBERO's default
+made with ``privileged: true`` (:mod:`evaluations.prebuilt.libero.privileged`: object and region poses, fixture
+joints, end effector, gripper, the BDDL goal) and moves the end effector through waypoints with LIBERO's default
 OSC_POSE delta controller. It is the baseline a VLA is compared against, and the proof that success on a
 task is reachable and measured correctly; a model that sees only images cannot read this state.
 
@@ -12,407 +12,41 @@ Served from ``.venv-libero``::
         --address 127.0.0.1:7310
 
 **Stateless**: every action is a function of the current privileged state only (one server may serve several
-env sessions at once). The phase is inferred each step, in this order:
+env sessions at once). Which goal predicate comes next and which primitive serves it:
+:mod:`evaluations.prebuilt.libero.expert_goals`; pick and place: :mod:`evaluations.prebuilt.libero.expert_place`
+(whose names this module re-exports); drawers, knobs, pushing: :mod:`evaluations.prebuilt.libero.expert_fixtures`.
 
-1. the goal predicate to work on: the first ``on`` / ``in`` predicate of ``goal`` not yet met geometrically
-   (an object still held for an ``on`` goal is not met yet, nor a held load for an ``in`` goal that reaches
-   into its container but is not yet down to its rim: a tall carton; none left → hold still, gripper open);
-2. fingers opening (gap growing) → keep opening and rise above the object (after a release or a miss);
-3. fingers stopped on something with the object's grasp point between them → **carry**: rise to the carry
-   height, move so the object's centre is above the destination, lower, and open at the release height (or
-   where the lowering stalls within 5 cm of it: a stretched arm);
-4. fingers closing at the grasp point → hold still and keep closing;
-5. fingers stopped part-closed on nothing (a miss) → open;
-6. otherwise **approach**: rise to the hover height, move above the grasp point, descend, close (into a
-   drawer: down 2 cm inside the rim point, out to it in the last 4 cm, clear of the drawer's side wall).
-
-Action (7 floats in [-1, 1]): ``[:3]`` position delta ``GAIN × (waypoint − eef)``, at least ``MIN_STEP`` outside a
-3 mm dead band, clipped (the controller scales 1 to 5 cm); ``[3:6]`` rotation delta toward the gripper pointing
-straight down with the grasp's yaw (1 unit = 0.5 rad); ``[6]`` gripper (+1 close, −1 open).
-
-Grasps: a bowl on its rim, 4.5 cm from its centre and 2.7 cm above its origin, the fingers opening radially —
-on the side (±y) with more room among its neighbours (articulated fixtures count as 15 cm discs; a near tie
-goes to the side nearer the hand, so the choice does not swap between steps), on the side facing the robot
-when the bowl is at the front of the table (x > ``FAR_X``, where a ±y grip leaves the arm stretched), or across
-the slide direction when the bowl sits in an open drawer. Anything else from above at its bounding box's
-centre (``<object>_aabb``), the fingers across its shorter horizontal side. A carried object clears the tops
-of nearby articulated fixtures. Only ``on`` / ``in`` goals are attempted (not ``open``, ``turnon``, …).
+Action (7 floats in [-1, 1]): ``[:3]`` position delta (the controller scales 1 to 5 cm), ``[3:6]`` rotation
+delta (1 unit = 0.5 rad), ``[6]`` gripper (+1 close, −1 open).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import rlmesh
 
-from .rotation import rotation_action, rotation_error, wrap_yaw  # noqa: F401 - rotation_error stays importable here
+from .expert_goals import plan as _plan_goals
+from .expert_motion import GAIN, MIN_STEP
+from .expert_place import (
+    BOWL_GRASP_DZ, BOWL_RIM, FAR_X, NUDGE, SLANT, _container_aabb, current_goal, grasp_pose, hold_distance,
+    parse_goal, place, reaches_in,
+)
+from .rotation import rotation_error
 
-#: Position gain: action units per metre of waypoint error (1 unit = 5 cm of OSC_POSE delta).
-GAIN = 12.0
-#: Smallest position step (action units) while the waypoint is more than 3 mm away.
-MIN_STEP = 0.25
-#: Finger gap (m, ``qpos[0] - qpos[1]``) above which the gripper counts as open.
-OPEN_GAP = 0.072
-#: Finger gap below which the gripper is closed on nothing.
-EMPTY_GAP = 0.003
-#: Finger gap speed (m/s) above which the fingers are still moving.
-MOVING = 0.01
-#: Rim grasp: distance from a bowl's centre along world y, and end-effector height above its origin (m).
-BOWL_RIM = 0.045
-BOWL_GRASP_DZ = 0.027
-#: End-effector height above a non-bowl object's origin when grasping (m).
-GRASP_DZ = 0.0
-#: How far below an object's top the end effector may go when grasping it from above (m).
-FINGER_DEPTH = 0.035
-#: Hover height above the grasp point before descending (m).
-HOVER = 0.10
-#: Clearance of the carried object's origin above the destination when releasing (m).
-RELEASE_CLEARANCE = {"on": 0.045, "in": 0.03}
-#: Carry height of the object's origin above the destination's (m).
-CARRY = 0.15
-#: Per metre of the hand's xy distance from a rim point, that side's score drops by this much (m of clearance):
-#: the stateless policy's memory of the side it is heading for. Without it two sides with nearly equal
-#: clearance (a bowl in a drawer: both side walls) swapped from one step to the next as the bowl or the drawer
-#: moved by a millimetre, and the hand, sent 9 cm back and forth, hovered for 100+ steps.
-SIDE_HYSTERESIS = 0.05
-#: A bowl beyond this x (m; the robot stands at −x, facing +x) is near the arm's reach: gripped on its ±y rim
-#: the elbow is straight (at its joint limit, a singular pose) already at the grasp, and over the plate the hand
-#: stalls a few cm off centre. It is gripped on the rim facing the robot instead (θ = 180°), when that side has
-#: FAR_SIDE_CLEARANCE (m) from its neighbours; that side's score gets FAR_SIDE_BONUS.
-FAR_X = 0.10
-FAR_SIDE_CLEARANCE = 0.03
-FAR_SIDE_BONUS = 0.2
-#: Articulated fixtures count as discs of this radius when choosing the free side of a bowl (m).
-FIXTURE_RADIUS = 0.15
-#: A carried object clears the tops of articulated fixtures near it by this much (m).
-FIXTURE_CLEARANCE = 0.06
-#: xy tolerance to start descending onto the grasp point / the release point (m).
-XY_TOL = 0.01
-RELEASE_XY_TOL = 0.035
-#: A descent that stops (hand slower than STALL_SPEED m/s) within STALL_ABOVE m above the grasp point closes there.
-STALL_ABOVE = 0.035
-STALL_SPEED = 0.005
-#: A load lowering for an ``on`` goal that stops (hand slower than STALL_SPEED) within this height above the
-#: release point is released there: over a plate at the far side of the table the arm is fully stretched (elbow at its limit)
-#: a centimetre above the release height and would otherwise hold the bowl there until the step cap.
-RELEASE_STALL_ABOVE = 0.05
-#: A bowl in a drawer is approached NUDGE m in from its rim point, moving out to it in the last SLANT m.
-NUDGE = 0.02
-SLANT = 0.04
-#: Distance from the grasp point within which the fingers hold the object (m).
-HOLD_TOL = 0.05
-#: A goal object counts as placed when its centre is this close (xy, m) to the destination's.
-PLACED_XY = 0.05
-#: A held load for an ``in`` goal whose bottom is more than REACH_IN (m) below its container's top already
-#: reaches into the container (a tall carton or bottle): it is lowered until its top is RIM_CLEARANCE (m) above
-#: the container's top before it counts as placed (and is let go). Opened 10 cm over the basket's floor, the
-#: milk carton hung by its gable roof's eave on one finger pad and rose with the hand, then fell out of reach.
-REACH_IN = 0.01
-RIM_CLEARANCE = 0.03
-
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        value = value.item() if value.shape == () else value.tolist()
-    if isinstance(value, (list, tuple)):
-        value = value[0] if value else ""
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def parse_goal(text: str) -> list[list[str]]:
-    """``"on a b; in c d"`` → ``[["on", "a", "b"], ["in", "c", "d"]]`` (the privileged ``goal`` text)."""
-    return [part.split() for part in str(text).split(";") if part.strip()]
-
-
-def _vec(priv: dict, key: str) -> np.ndarray:
-    return np.asarray(priv[key], dtype=np.float64).reshape(-1)
-
-
-def _body_of(priv: dict, name: str) -> str | None:
-    """The pose key prefix for a BDDL name: the name itself, or the object a ``<obj>_<region>`` belongs to."""
-    if f"{name}_pos" in priv:
-        return name
-    parts = name.split("_")
-    for cut in range(len(parts) - 1, 0, -1):
-        prefix = "_".join(parts[:cut])
-        if f"{prefix}_pos" in priv:
-            return prefix
-    return None
-
-
-def _is_bowl(name: str) -> bool:
-    return "bowl" in name
-
-
-def _held(priv: dict, obj: str) -> bool:
-    """The fingers are stopped part-closed on ``obj`` (the carry phase's test)."""
-    qpos, qvel = _vec(priv, "gripper_qpos"), _vec(priv, "gripper_qvel")
-    gap, speed = float(qpos[0] - qpos[1]), float(qvel[0] - qvel[1])
-    return EMPTY_GAP < gap < OPEN_GAP and -MOVING < speed <= MOVING and hold_distance(priv, obj) < HOLD_TOL
-
-
-def _placed(priv: dict, predicate: str, obj: str, target: str) -> bool:
-    """Geometric stand-in for the BDDL predicate: the object rests near the destination's centre.
-
-    An object still held for an ``on`` goal is not placed yet, however close: the 12 cm height window (for
-    objects dropped into a basket) otherwise counts a bowl carried 11 cm over the plate as placed, and the
-    expert opened there and dropped it onto the plate's rim, where it bounced off or came to rest tilted.
-    A held load that reaches into its container (``in``) is not placed either until it is down to the rim
-    (:func:`reaches_in`).
-    """
-    p, t = _vec(priv, f"{obj}_pos"), _vec(priv, f"{target}_pos")
-    near = bool(np.linalg.norm(p[:2] - t[:2]) < PLACED_XY and -0.05 < p[2] - t[2] < 0.12)
-    if not near or not _held(priv, obj):
-        return near
-    return predicate == "in" and not reaches_in(priv, obj, target)
-
-
-def _container_aabb(priv: dict, target: str) -> np.ndarray | None:
-    """The bounding box of the object a destination region belongs to (``basket_1_contain_region`` →
-    ``basket_1_aabb``), or ``None`` (a fixture's region: fixtures have no bounding box)."""
-    parts = target.split("_")
-    for cut in range(len(parts), 0, -1):
-        key = "_".join(parts[:cut]) + "_aabb"
-        if key in priv:
-            return _vec(priv, key)
-    return None
-
-
-def reaches_in(priv: dict, obj: str, target: str) -> bool:
-    """A held ``obj`` already reaches into ``target``'s container but is still too high to let go: its bottom
-    is more than :data:`REACH_IN` below the container's top, its top more than :data:`RIM_CLEARANCE` above it.
-
-    A tall carton is gripped 3.5 cm below its top, just under the eaves of its gable roof; let go with its
-    bottom 10 cm over the basket's floor, it hung on one finger pad by an eave and rose with the hand.
-    Lowered until the hand is just over the rim, it is set down instead of dropped. Short loads are over the
-    rim when they enter the placed window and are dropped as before.
-    """
-    box = _container_aabb(priv, target)
-    if box is None or f"{obj}_aabb" not in priv:
-        return False
-    load, rim = _vec(priv, f"{obj}_aabb"), float(box[5])
-    return bool(load[2] < rim - REACH_IN and load[5] > rim + RIM_CLEARANCE)
-
-
-def current_goal(priv: dict) -> tuple[str, str, str] | None:
-    """The first ``(predicate, object, destination)`` pick-and-place goal not yet met, or ``None``."""
-    for pred in parse_goal(_text(priv["goal"])):
-        if len(pred) != 3 or pred[0] not in ("on", "in"):
-            continue
-        obj, target = _body_of(priv, pred[1]), _body_of(priv, pred[2])
-        if target is not None and f"{pred[2]}_pos" in priv:
-            target = pred[2]
-        if obj is None or target is None:
-            continue
-        if not _placed(priv, pred[0], obj, target):
-            return pred[0], obj, target
-    return None
-
-
-def _fixtures(priv: dict) -> list[str]:
-    """Articulated fixtures (those with joint positions: cabinets, stoves)."""
-    return [k[: -len("_qpos")] for k in priv if k.endswith("_qpos") and k != "gripper_qpos"]
-
-
-def _neighbours(priv: dict, obj: str) -> list[tuple[np.ndarray, float]]:
-    """``(position, radius)`` of every other body: objects as points, articulated fixtures as
-    :data:`FIXTURE_RADIUS` discs (a cabinet's origin is far from its walls)."""
-    fixtures = set(_fixtures(priv))
-    names = {k[: -len("_pos")] for k in priv if k.endswith("_pos") and k != "eef_pos"}
-    out = []
-    for name in names:
-        if name == obj or f"{name}_quat" not in priv or "region" in name or name.endswith("_side"):
-            continue
-        if name.startswith("main_table") or name.startswith("floor") or name.startswith("kitchen_table"):
-            continue
-        out.append((_vec(priv, f"{name}_pos"), FIXTURE_RADIUS if name in fixtures else 0.0))
-    return out
-
-
-def _clearance_height(priv: dict, obj: str) -> float:
-    """Lowest safe carry height of ``obj``'s origin over nearby articulated fixtures (their sites' tops)."""
-    pos, top = _vec(priv, f"{obj}_pos"), -np.inf
-    for fixture in _fixtures(priv):
-        if np.linalg.norm(_vec(priv, f"{fixture}_pos")[:2] - pos[:2]) > 0.3:
-            continue
-        for key in priv:
-            if key.startswith(fixture) and key.endswith("_pos") and f"{key[: -len('_pos')]}_quat" in priv:
-                top = max(top, float(_vec(priv, key)[2]))
-    return top + FIXTURE_CLEARANCE
-
-
-def _inside_fixture(priv: dict, obj: str) -> np.ndarray | None:
-    """xy direction from an articulated fixture (drawer cabinet) out to ``obj`` if ``obj`` sits in it."""
-    pos = _vec(priv, f"{obj}_pos")
-    for key in priv:
-        if not key.endswith("_qpos") or key == "gripper_qpos":
-            continue
-        fixture = _vec(priv, f"{key[: -len('_qpos')]}_pos")
-        away = pos[:2] - fixture[:2]
-        if np.linalg.norm(away) < 0.3 and pos[2] - fixture[2] > 0.1:
-            return away / max(float(np.linalg.norm(away)), 1e-9)
-    return None
-
-
-def grasp_pose(priv: dict, obj: str) -> tuple[np.ndarray, float]:
-    """``(end-effector grasp position, gripper yaw in rad)`` for ``obj``.
-
-    A bowl is gripped on its rim at angle θ around its centre, the fingers opening radially (yaw θ − 90°, the
-    default fingers open along world y): θ = ±90° on the side with more room among the neighbours, or across
-    a drawer's slide direction when the bowl is in a drawer (its front and back panels leave no room for a
-    finger). Anything else: straight down on its origin, yaw 0.
-    """
-    pos = _vec(priv, f"{obj}_pos")
-    if not _is_bowl(obj):
-        return _box_grasp(priv, obj)
-    slide = _inside_fixture(priv, obj)
-    if slide is not None:
-        theta = float(np.arctan2(slide[1], slide[0])) + np.pi / 2
-        thetas = [theta, theta + np.pi]
-    elif pos[0] > FAR_X:
-        thetas = [-np.pi / 2, np.pi / 2, np.pi]
-    else:
-        thetas = [-np.pi / 2, np.pi / 2]
-    others = [(n, r) for n, r in _neighbours(priv, obj) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
-
-    def point(theta: float) -> np.ndarray:
-        return pos + np.array([BOWL_RIM * np.cos(theta), BOWL_RIM * np.sin(theta), BOWL_GRASP_DZ])
-
-    eef = _vec(priv, "eef_pos")
-
-    def score(theta: float) -> float:
-        clearance = min((float(np.linalg.norm(point(theta)[:2] - n[:2])) - r for n, r in others), default=1.0)
-        near_hand = SIDE_HYSTERESIS * float(np.linalg.norm(point(theta)[:2] - eef[:2]))
-        robot_side = FAR_SIDE_BONUS if abs(theta - np.pi) < 1e-9 and clearance > FAR_SIDE_CLEARANCE else 0.0
-        return clearance - 0.01 * abs(wrap_yaw(theta - np.pi / 2)) - near_hand + robot_side
-
-    best = max(thetas, key=score)
-    return point(best), wrap_yaw(best - np.pi / 2)
-
-
-def _box_grasp(priv: dict, obj: str) -> tuple[np.ndarray, float]:
-    """Grasp a non-bowl from above at its bounding box's centre, fingers across its shorter horizontal side."""
-    pos = _vec(priv, f"{obj}_pos")
-    if f"{obj}_aabb" not in priv:
-        return pos + np.array([0.0, 0.0, GRASP_DZ]), 0.0
-    box = _vec(priv, f"{obj}_aabb")
-    centre, size = (box[:3] + box[3:]) / 2, box[3:] - box[:3]
-    z = max(centre[2], box[5] - FINGER_DEPTH)
-    yaw = np.pi / 2 if size[1] > 1.15 * size[0] else 0.0
-    return np.array([centre[0], centre[1], z]), yaw
-
-
-def hold_distance(priv: dict, obj: str) -> float:
-    """Distance (m) from the end effector to where it would hold ``obj`` (a bowl: anywhere on its rim circle)."""
-    eef, pos = _vec(priv, "eef_pos"), _vec(priv, f"{obj}_pos")
-    rel = eef - pos
-    if not _is_bowl(obj):
-        grasp, _ = _box_grasp(priv, obj)
-        return float(np.linalg.norm(eef - grasp))
-    return float(np.hypot(np.linalg.norm(rel[:2]) - BOWL_RIM, rel[2] - BOWL_GRASP_DZ))
-
-
-def _toward(eef: np.ndarray, waypoint: np.ndarray) -> np.ndarray:
-    """Proportional step toward ``waypoint``, at least :data:`MIN_STEP` outside a 3 mm dead band (the
-    impedance controller leaves a steady-state error that a purely proportional command never closes)."""
-    error = waypoint - eef
-    norm = float(np.linalg.norm(error))
-    if norm < 0.003:
-        return np.clip(GAIN * error, -1.0, 1.0)
-    return np.clip(error / norm * max(GAIN * norm, MIN_STEP), -1.0, 1.0)
-
-
-def _via(eef: np.ndarray, goal_xy: np.ndarray, height: float, final: np.ndarray, tol: float) -> np.ndarray:
-    """Waypoint: rise to ``height`` before travelling in xy, travel, then head for ``final``."""
-    if np.linalg.norm(eef[:2] - goal_xy) > tol:
-        if eef[2] < height - 0.03 and np.linalg.norm(eef[:2] - goal_xy) > 3 * tol:
-            return np.array([eef[0], eef[1], height])
-        return np.array([goal_xy[0], goal_xy[1], max(height, final[2])])
-    return final
+#: The pick-and-place names stay importable from here, as before the split.
+__all__ = [
+    "BOWL_GRASP_DZ", "BOWL_RIM", "FAR_X", "GAIN", "MIN_STEP", "NUDGE", "SLANT", "LiberoExpert", "_container_aabb",
+    "current_goal", "grasp_pose", "hold_distance", "parse_goal", "place", "plan", "reaches_in", "rotation_error",
+]
 
 
 def plan(priv: dict) -> np.ndarray:
-    """The expert's action (7 floats in [-1, 1]) for one privileged observation; see the module docstring."""
-    eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
-    qpos, qvel = _vec(priv, "gripper_qpos"), _vec(priv, "gripper_qvel")
-    gap, speed = float(qpos[0] - qpos[1]), float(qvel[0] - qvel[1])
-    goal = current_goal(priv)
-    if goal is None:
-        move = _toward(eef, eef + np.array([0, 0, 0.02]))
-        return np.concatenate([move, rotation_action(quat), [-1.0]]).astype(np.float32)
-    predicate, obj, target = goal
-    grasp, yaw = grasp_pose(priv, obj)
-    near = hold_distance(priv, obj)
-    hover = grasp[2] + HOVER
-    rot = rotation_action(quat)
-    if speed > MOVING:  # opening: rise clear of the object
-        move, grip = _toward(eef, np.array([eef[0], eef[1], max(eef[2], hover)])), -1.0
-    elif EMPTY_GAP < gap < OPEN_GAP and near < HOLD_TOL and speed > -MOVING:
-        move, grip = _carry(priv, eef, predicate, obj, target)
-    elif speed < -MOVING and near < HOLD_TOL:  # closing on the grasp point
-        move, grip = _toward(eef, eef), 1.0
-    elif gap < OPEN_GAP:  # stopped part-closed away from the object: a miss
-        move, grip = _toward(eef, eef), -1.0
-    else:
-        inward = None
-        if _is_bowl(obj) and _inside_fixture(priv, obj) is not None:  # from the rim point to the bowl's centre
-            inward = _vec(priv, f"{obj}_pos")[:2] - grasp[:2]
-            inward = inward / max(float(np.linalg.norm(inward)), 1e-9)
-        move, grip = _approach(priv, eef, grasp, hover, inward)
-        rot = rotation_action(quat, yaw)
-    return np.concatenate([move, rot, [grip]]).astype(np.float32)
-
-
-def _approach(
-    priv: dict, eef: np.ndarray, grasp: np.ndarray, hover: float, inward: np.ndarray | None = None
-) -> tuple[np.ndarray, float]:
-    """Open gripper: hover above the grasp point, descend, close there (or where the descent stalls).
-
-    With ``inward`` (a bowl in a drawer: the xy direction from the rim point to the bowl's centre) the hand
-    comes down :data:`NUDGE` further in and moves out to the rim only in the last :data:`SLANT` m: straight
-    above the rim point the outer finger lands on the drawer's side wall (the descent stopped 3.8 cm above the
-    grasp point until the step cap).
-    """
-    dxy = float(np.linalg.norm(eef[:2] - grasp[:2]))
-    slow = float(np.linalg.norm(_vec(priv, "eef_vel"))) < STALL_SPEED
-    at_grasp = dxy < XY_TOL and abs(eef[2] - grasp[2]) < 0.01
-    reach = 1.5 * XY_TOL if inward is None else NUDGE + 0.5 * XY_TOL
-    stalled = dxy < reach and grasp[2] < eef[2] < grasp[2] + STALL_ABOVE and slow
-    if inward is None:
-        waypoint = _via(eef, grasp[:2], hover, grasp, XY_TOL)
-    else:
-        offset = NUDGE * float(np.clip((eef[2] - grasp[2]) / SLANT, 0.0, 1.0))
-        path_xy = grasp[:2] + offset * inward
-        if eef[2] < hover - 0.03 and np.linalg.norm(eef[:2] - path_xy) < 2 * XY_TOL:
-            waypoint = np.array([*path_xy, grasp[2]])
-        else:
-            top = np.array([*(grasp[:2] + NUDGE * inward), grasp[2] + SLANT])
-            waypoint = _via(eef, top[:2], hover, top, XY_TOL)
-    return _toward(eef, waypoint), (1.0 if at_grasp or stalled else -1.0)
-
-
-def _carry(priv: dict, eef: np.ndarray, predicate: str, obj: str, target: str) -> tuple[np.ndarray, float]:
-    """Carry the held object above the destination, lower it, release it."""
-    obj_pos, dest = _vec(priv, f"{obj}_pos"), _vec(priv, f"{target}_pos")
-    offset = obj_pos - eef  # where the object hangs relative to the fingers
-    goal_xy = dest[:2] - offset[:2]
-    release_z = dest[2] + RELEASE_CLEARANCE[predicate] - offset[2]
-    carry_z = max(dest[2] + CARRY, _clearance_height(priv, obj)) - offset[2]
-    waypoint = _via(eef, goal_xy, carry_z, np.array([goal_xy[0], goal_xy[1], release_z]), RELEASE_XY_TOL)
-    over = np.linalg.norm(eef[:2] - goal_xy) < RELEASE_XY_TOL
-    stalled = (
-        predicate == "on"
-        and eef[2] < release_z + RELEASE_STALL_ABOVE
-        and float(np.linalg.norm(_vec(priv, "eef_vel"))) < STALL_SPEED
-    )
-    released = over and (eef[2] < release_z + 0.01 or stalled)
-    return _toward(eef, waypoint), (-1.0 if released else 1.0)
+    """The expert's action (7 floats in [-1, 1], float32) for one privileged observation."""
+    return _plan_goals(priv)
 
 
 class LiberoExpert(rlmesh.numpy.Model):
-    """Privileged scripted pick-and-place expert for LIBERO; reads ``observation["privileged"]``.
+    """Privileged scripted expert for LIBERO; reads ``observation["privileged"]``.
 
     Needs the env made with ``privileged: true``; raises ``KeyError`` naming the key otherwise.
     """

@@ -25,6 +25,18 @@ dict its ``reset`` / ``set_init_state`` / ``step`` returned. Keys (positions in 
   ``wooden_cabinet_1_top_region``, ``flat_stove_1_cook_region``, ``basket_1_contain_region``);
 * ``<fixture>_qpos`` (n) the positions of a fixture's joints in ``fixture.joints`` order (drawer slides in
   metres, knobs/buttons in radians), for fixtures that have joints;
+* ``<fixture>_anchor`` (3n), ``<fixture>_axis`` (3n): for those joints in the same order, each joint's world
+  anchor (a hinge's pivot, a knob's centre) and world unit axis (a slide's direction of +qpos, a hinge's axis of
+  +qpos by the right-hand rule);
+* ``<fixture>_handle`` (3n): per joint, the centre of the collision geom of the part it moves that a hand pulls:
+  for a slide the one farthest along the opening direction (a drawer's handle bar), for a hinge the one farthest
+  from the axis (a door's handle);
+* ``<fixture>_open`` (n): per joint, the sign of qpos when open (``+1`` / ``-1``, from LIBERO's
+  ``default_open_ranges``; ``default_turnon_ranges`` for a knob; ``+1`` when the fixture declares neither);
+* ``<site>_qpos`` (n), ``<site>_joint`` (n): for every region site that names joints (a drawer's
+  ``wooden_cabinet_1_middle_region``), their positions and their indices into its fixture's ``_qpos``;
+* ``<site>_size`` (3): a region site's half-extents in its own frame (``SiteObject.size``: LIBERO's ``In`` test
+  is ``|Δ| < |R · size|`` around the site, ``On`` a site ``|R Δ|_xy < size_xy``); zeros where the site has none;
 * ``goal`` (Text): the BDDL goal predicates, ``"; "``-separated, each ``"<predicate> <arg> <arg>"``, e.g.
   ``"on akita_black_bowl_1 plate_1"``;
 * ``obj_of_interest`` (Text): ``env.obj_of_interest`` space-separated (the object to move first, the
@@ -85,6 +97,42 @@ def _fixture_joints(problem: Any) -> dict[str, list[str]]:
         if joints:
             out[name] = joints
     return out
+
+
+def _site_joints(problem: Any) -> dict[str, list[str]]:
+    """Region sites that name joints of their (articulated) parent fixture: drawer regions."""
+    out = {}
+    for name in _site_names(problem):
+        site = problem.object_sites_dict[name]
+        joints = list(getattr(site, "joints", None) or [])
+        if joints and getattr(site, "parent_name", None) in problem.fixtures_dict:
+            out[name] = joints
+    return out
+
+
+def _open_sign(fixture: Any) -> float:
+    """+1 / -1: the sign of a fixture's joint positions when open (or turned on); +1 if it declares neither."""
+    articulation = getattr(fixture, "object_properties", {}).get("articulation", {})
+    ranges = articulation.get("default_open_ranges") or articulation.get("default_turnon_ranges") or [1.0]
+    return 1.0 if float(np.mean(ranges)) >= 0 else -1.0
+
+
+def _joint_geometry(problem: Any, joint: str, sign: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(anchor, axis, handle)`` of one fixture joint in the world frame (see the module docstring)."""
+    model, data = problem.sim.model, problem.sim.data
+    jid = model.joint_name2id(joint)
+    anchor, axis = np.array(data.xanchor[jid], dtype=np.float64), np.array(data.xaxis[jid], dtype=np.float64)
+    body = int(model.jnt_bodyid[jid])
+    geoms = [g for g in np.flatnonzero(model.geom_bodyid == body)
+             if model.geom_contype[g] != 0 or model.geom_conaffinity[g] != 0]
+    if not geoms:
+        return anchor, axis, anchor.copy()
+    centres = [data.geom_xpos[g] + np.asarray(data.geom_xmat[g]).reshape(3, 3) @ model.geom_aabb[g][:3] for g in geoms]
+    if int(model.jnt_type[jid]) == 2:  # slide: farthest along the opening direction
+        score = [float((c - anchor) @ (sign * axis)) for c in centres]
+    else:  # hinge: farthest from the axis line
+        score = [float(np.linalg.norm((c - anchor) - ((c - anchor) @ axis) * axis)) for c in centres]
+    return anchor, axis, np.array(centres[int(np.argmax(score))], dtype=np.float64)
 
 
 def _subtree_geoms(model: Any, body: int) -> np.ndarray:
@@ -148,6 +196,13 @@ def privileged_space(env: Any):
         spaces[f"{name}_aabb"] = box(6)
     for name, joints in _fixture_joints(problem).items():
         spaces[f"{name}_qpos"] = box(len(joints))
+        for key, width in (("anchor", 3), ("axis", 3), ("handle", 3), ("open", 1)):
+            spaces[f"{name}_{key}"] = box(width * len(joints))
+    for name, joints in _site_joints(problem).items():
+        spaces[f"{name}_qpos"] = box(len(joints))
+        spaces[f"{name}_joint"] = box(len(joints))
+    for name in _site_names(problem):
+        spaces[f"{name}_size"] = box(3)
     text = gym.spaces.Text(max_length=TEXT_MAX_LENGTH, min_length=1, charset=TEXT_CHARSET)
     spaces["goal"] = text
     spaces["obj_of_interest"] = text
@@ -182,6 +237,18 @@ def privileged_observation(env: Any, raw_obs: dict) -> dict:
         out[f"{name}_aabb"] = _world_aabb(problem, problem.obj_body_id[name])
     for name, joints in _fixture_joints(problem).items():
         out[f"{name}_qpos"] = np.array([float(data.get_joint_qpos(j)) for j in joints], dtype=np.float64)
+        sign = _open_sign(problem.fixtures_dict[name])
+        parts = [_joint_geometry(problem, j, sign) for j in joints]
+        for i, key in enumerate(("anchor", "axis", "handle")):
+            out[f"{name}_{key}"] = np.concatenate([part[i] for part in parts])
+        out[f"{name}_open"] = np.full(len(joints), sign, dtype=np.float64)
+    for name, joints in _site_joints(problem).items():
+        parent = problem.fixtures_dict[problem.object_sites_dict[name].parent_name]
+        out[f"{name}_qpos"] = np.array([float(data.get_joint_qpos(j)) for j in joints], dtype=np.float64)
+        out[f"{name}_joint"] = np.array([list(parent.joints).index(j) for j in joints], dtype=np.float64)
+    for name in _site_names(problem):
+        size = getattr(problem.object_sites_dict[name], "size", None)
+        out[f"{name}_size"] = np.zeros(3) if size is None else np.asarray(size, dtype=np.float64).reshape(3)
     out["goal"] = goal_text(env)
     out["obj_of_interest"] = obj_of_interest_text(env)
     return out

@@ -92,7 +92,7 @@ def _start_of(pid: int) -> str | None:
 def _serve(request: dict, key: tuple, env) -> None:  # in the forked child: becomes the server, never returns
     import runpy
 
-    from . import libero_adopt
+    from . import adopt as libero_adopt
 
     code = 1
     try:
@@ -162,7 +162,7 @@ def main(path: str) -> None:
     import libero.libero.envs  # noqa: F401 - the imports every server would spend ~1 s on
     import rlmesh.serve  # noqa: F401
 
-    from . import libero_env  # noqa: F401
+    from . import env  # noqa: F401
 
     idle = float(os.environ.get("RLMESH_LIBERO_ZYGOTE_IDLE_SECONDS") or 300)
     templates = _Templates(int(os.environ.get("RLMESH_LIBERO_TEMPLATES") or 2))

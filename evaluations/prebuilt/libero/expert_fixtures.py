@@ -1,0 +1,307 @@
+"""Articulation and pushing primitives of ``prebuilt/libero-expert`` (:mod:`evaluations.prebuilt.libero.expert`).
+
+Each primitive is a stateless function of the privileged observation (:mod:`evaluations.prebuilt.libero.privileged`)
+returning the 7-float action, like the pick-and-place phases:
+
+* **turn a knob on** (``turnon <stove>``): fingers closed, come down behind the end of the knob's bar (it lies
+  along the knob's angle) and push it round (:func:`knob_contact`) until LIBERO's ``turn_on`` range
+  (qpos ≥ 0.5 rad) is reached;
+* **open a drawer** (``open <drawer region>``, or an ``in`` goal into a closed drawer): point the gripper
+  horizontally into the cabinet's front (fingers opening vertically), come in along the opening direction, close
+  on the handle bar, pull along the opening direction until the slide is :data:`SLIDE_OPEN` m out;
+* **close a drawer** (``close <drawer region>``): fingers closed, pointing down, come down in front of the handle
+  and push it back in along the closing direction;
+* **push an object** (``on <plate> <table region>``: a plate is too flat and wide to grip): fingers closed, come
+  down just inside its rim on the line from the destination through its centre, and push it until its centre is
+  :data:`PUSH_TOL` m from the region's centre.
+
+Any other phase with the gripper tilted more than :data:`TILT_TOL` rad from pointing down (after pulling a
+drawer open) first **backs away** along the gripper's axis, fingers open, until :data:`BACK_OFF` m from every
+handle, rises :data:`RISE_OVER` m above it, then turns back to pointing down while rising.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .expert_motion import toward
+from .rotation import _down_with_yaw, _quat_mul, rotation_action, rotation_error, wrap_yaw
+
+#: Knob: LIBERO's FlatStove ``turn_on`` is qpos ≥ 0.5 rad; the hand turns this far past the knob's angle.
+KNOB_ON = 0.5
+#: Knob push: the hand's start in the bar's frame (m along the bar, m across it against the turn), the radius
+#: and the lead (rad ahead of the bar) of the point it chases, its height above the knob's anchor (the bar's top is
+#: 5 cm above it, its far end's 4 cm; the fingertips reach 1.3 cm below the end effector).
+KNOB_START = (0.045, 0.06)
+KNOB_RADIUS = 0.045
+KNOB_LEAD = 0.9
+KNOB_PUSH_DZ = 0.028
+#: Knob push orientation: pointing down tilted this much (rad) toward the robot (−x). A knob 25 cm from the
+#: robot's base is at the edge of its workspace pointing straight down (the elbow at its limit 1 cm above the push
+#: height; the hand then slid off, commanded +x, moving −x); tilted, the wrist is farther out and the arm reaches it.
+KNOB_TILT = 0.5
+#: A slide counts as open beyond this many metres (LIBERO's cabinets: |qpos| > 0.14), closed below CLOSED (m, signed
+#: toward open: LIBERO's ``is_close`` needs the drawer pushed just past 0).
+SLIDE_OPEN = 0.14
+SLIDE_CLOSED = -0.001
+#: Distance (m) in front of a handle where the horizontal approach starts, and the lead of a pull / push waypoint.
+PRE_GRASP = 0.10
+LEAD = 0.06
+#: The hand holds a handle when within this distance of it (m).
+HANDLE_TOL = 0.03
+#: Largest tilt (rad) of the gripper counting as pointing down / as aligned with a target orientation.
+TILT_TOL = 0.35
+ALIGN_TOL = 0.15
+#: After a pull, back away along the gripper axis to this distance (m) from every handle before turning down.
+BACK_OFF = 0.09
+#: ... then rise to this height (m) above that handle before turning down (turning low, the fingers swept over the
+#: open drawer's front and the next approach pushed it half shut).
+RISE_OVER = 0.10
+#: Push: the object's centre within this distance (m) of the destination's is done; the hand comes down PUSH_INSET
+#: (m) inside the object's far edge, PUSH_DZ (m) above its bottom (fingertips 1.3 cm lower: on a plate's floor).
+PUSH_TOL = 0.015
+PUSH_INSET = 0.03
+PUSH_DZ = 0.005
+
+
+def _vec(priv: dict, key: str) -> np.ndarray:
+    return np.asarray(priv[key], dtype=np.float64).reshape(-1)
+
+
+def _gap_speed(priv: dict) -> tuple[float, float]:
+    qpos, qvel = _vec(priv, "gripper_qpos"), _vec(priv, "gripper_qvel")
+    return float(qpos[0] - qpos[1]), float(qvel[0] - qvel[1])
+
+
+def _step(eef: np.ndarray, waypoint: np.ndarray) -> np.ndarray:
+    return toward(eef, waypoint)
+
+
+def _action(move: np.ndarray, rot: np.ndarray, grip: float) -> np.ndarray:
+    return np.concatenate([move, rot, [grip]]).astype(np.float32)
+
+
+def pointing(quat_xyzw: np.ndarray) -> np.ndarray:
+    """The gripper's approach axis in the world (unit 3-vector; ``(0, 0, -1)`` when pointing down)."""
+    x, y, z, w = np.asarray(quat_xyzw, dtype=np.float64) / np.linalg.norm(quat_xyzw)
+    return np.array([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])
+
+
+def tilt(quat_xyzw: np.ndarray) -> float:
+    """Angle (rad) between the gripper's approach axis and straight down."""
+    return float(np.arccos(np.clip(-pointing(quat_xyzw)[2], -1.0, 1.0)))
+
+
+def horizontal_grip(direction: np.ndarray) -> np.ndarray:
+    """Orientation ``(x, y, z, w)`` pointing the gripper along the horizontal ``direction``, fingers opening
+    vertically: pointing down with the fingers along ``direction``, turned 90° about ``z × direction`` (which takes
+    straight down to ``-direction``)."""
+    u = np.asarray(direction, dtype=np.float64).copy()
+    u[2] = 0.0
+    u /= max(float(np.linalg.norm(u)), 1e-9)
+    down = _down_with_yaw(float(np.arctan2(-u[1], -u[0])) - np.pi / 2)
+    k = np.cross([0.0, 0.0, 1.0], u)
+    turn = np.array([*(k * np.sin(np.pi / 4)), np.cos(np.pi / 4)])
+    return _quat_mul(turn, down)
+
+
+def _rotate_to(quat: np.ndarray, target: np.ndarray) -> np.ndarray:
+    return np.clip(rotation_error(quat, target) / 0.5, -1.0, 1.0)
+
+
+# --- goals --------------------------------------------------------------------------------------------------
+
+
+def joint_of(priv: dict, name: str) -> tuple[str, int] | None:
+    """``(fixture, joint index)`` a BDDL name articulates: a drawer region's joint, or a fixture's first joint."""
+    if f"{name}_joint" in priv:
+        index = int(_vec(priv, f"{name}_joint")[0])
+        for key in priv:
+            if key.endswith("_handle") and name.startswith(key[: -len("_handle")]):
+                return key[: -len("_handle")], index
+    if f"{name}_handle" in priv:
+        return name, 0
+    return None
+
+
+def signed_qpos(priv: dict, fixture: str, index: int) -> float:
+    """The joint's position, positive toward open / on (``qpos × <fixture>_open``)."""
+    return float(_vec(priv, f"{fixture}_qpos")[index] * _vec(priv, f"{fixture}_open")[index])
+
+
+def _part(priv: dict, fixture: str, index: int, key: str) -> np.ndarray:
+    return _vec(priv, f"{fixture}_{key}")[3 * index : 3 * index + 3]
+
+
+def open_direction(priv: dict, fixture: str, index: int) -> np.ndarray:
+    """World direction a slide's handle moves when opening (``open × axis``)."""
+    return _part(priv, fixture, index, "axis") * float(_vec(priv, f"{fixture}_open")[index])
+
+
+def open_handles(priv: dict) -> list[np.ndarray]:
+    """Handle positions of every slide (drawer) pulled out more than 2 cm."""
+    out = []
+    for key in priv:
+        fixture = key[: -len("_handle")] if key.endswith("_handle") else None
+        if fixture is None or f"{fixture}_qpos" not in priv:
+            continue
+        for index in range(len(_vec(priv, f"{fixture}_qpos"))):
+            if signed_qpos(priv, fixture, index) > 0.02 and abs(_part(priv, fixture, index, "axis")[2]) < 0.5:
+                out.append(_part(priv, fixture, index, "handle"))
+    return out
+
+
+def unary_met(priv: dict, predicate: str, name: str) -> bool | None:
+    """Whether ``open`` / ``close`` / ``turnon`` / ``turnoff`` of ``name`` holds (``None``: not an articulation)."""
+    joint = joint_of(priv, name)
+    if joint is None or predicate not in ("open", "close", "turnon", "turnoff"):
+        return None
+    q = signed_qpos(priv, *joint)
+    return {"open": q > SLIDE_OPEN, "close": q < SLIDE_CLOSED, "turnon": q >= KNOB_ON + 0.05,
+            "turnoff": q < 0.0}[predicate]
+
+
+def pushable(name: str) -> bool:
+    """Objects the expert pushes instead of gripping (a plate: flat and wider than the open fingers)."""
+    return "plate" in name
+
+
+# --- primitives ---------------------------------------------------------------------------------------------
+
+
+def knob_contact(priv: dict, fixture: str, index: int = 0) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(start, push waypoint, pushing)`` for turning a knob: the hand (fingers closed) comes down behind the
+    bar's end (:data:`KNOB_START` in the bar's frame: along it, across it against the turn) and chases a point
+    :data:`KNOB_LEAD` rad ahead of the bar at :data:`KNOB_RADIUS`, so the fingers push the end round (a point
+    behind the bar left too small a command to overcome the bar's friction: it stalled at 0.13 rad). ``pushing``:
+    the hand is low and behind the bar (angle about the axis between −1.4 and −0.25 rad of the bar's)."""
+    eef = _vec(priv, "eef_pos")
+    anchor = _part(priv, fixture, index, "anchor")
+    sign = float(_vec(priv, f"{fixture}_open")[index])
+    q = float(_vec(priv, f"{fixture}_qpos")[index])
+    c, s = np.cos(q), np.sin(q)
+    along, across = KNOB_START
+    start = anchor + np.array([c * along + s * sign * across, s * along - c * sign * across, KNOB_PUSH_DZ])
+    chase = q + sign * KNOB_LEAD
+    waypoint = anchor + np.array([KNOB_RADIUS * np.cos(chase), KNOB_RADIUS * np.sin(chase), KNOB_PUSH_DZ])
+    rel = eef - anchor
+    angle = sign * float((np.arctan2(rel[1], rel[0]) - q + np.pi) % (2 * np.pi) - np.pi)
+    radius = float(np.linalg.norm(rel[:2]))
+    pushing = abs(rel[2] - KNOB_PUSH_DZ) < 0.015 and -1.4 < angle < -0.25 and 0.025 < radius < 0.08
+    return start, waypoint, pushing
+
+
+def turn_knob(priv: dict, fixture: str, index: int = 0) -> np.ndarray:
+    """Come down behind the knob bar's end, fingers closed, tilted :data:`KNOB_TILT` toward the robot, and push
+    the end round toward on."""
+    eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
+    start, waypoint, pushing = knob_contact(priv, fixture, index)
+    rot = _rotate_to(quat, knob_orientation())
+    if pushing:
+        return _action(_step(eef, waypoint), rot, 1.0)
+    dxy = float(np.linalg.norm(eef[:2] - start[:2]))
+    if dxy < 0.01 or (dxy < 0.02 and eef[2] < start[2] + 0.03):  # above the start: down, correcting xy
+        return _action(_step(eef, start), rot, 1.0)
+    high = np.array([start[0], start[1], max(eef[2], start[2] + 0.08)])
+    return _action(_step(eef, high), rot, 1.0)
+
+
+def knob_orientation() -> np.ndarray:
+    """Pointing down, tilted :data:`KNOB_TILT` rad toward −x (about world +y), fingers along y."""
+    return _quat_mul(np.array([0.0, np.sin(KNOB_TILT / 2), 0.0, np.cos(KNOB_TILT / 2)]), _down_with_yaw(0.0))
+
+
+def open_drawer(priv: dict, fixture: str, index: int) -> np.ndarray:
+    """Point horizontally into the drawer's front, close on its handle bar, pull it out."""
+    eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
+    gap, speed = _gap_speed(priv)
+    handle, u = _part(priv, fixture, index, "handle"), open_direction(priv, fixture, index)
+    target = horizontal_grip(u)
+    rot = _rotate_to(quat, target)
+    to_handle = float(np.linalg.norm(eef - handle))
+    aligned = float(np.linalg.norm(rotation_error(quat, target))) < ALIGN_TOL
+    if to_handle < HANDLE_TOL and 0.003 < gap < 0.072 and abs(speed) <= 0.01:  # holding: pull
+        return _action(_step(eef, handle + LEAD * u), rot, 1.0)
+    if to_handle < HANDLE_TOL and speed < -0.01:
+        return _action(_step(eef, eef), rot, 1.0)
+    if speed > 0.01 or gap < 0.072:  # opening, or closed on nothing: open and back away
+        return _action(_step(eef, eef + 0.05 * u), rot, -1.0)
+    rel = eef - handle
+    along = float(rel @ u)
+    lateral = float(np.linalg.norm(rel - along * u))
+    if aligned and lateral < 0.01 and -0.01 < along < PRE_GRASP + 0.02:  # on the line in front: come in
+        return _action(_step(eef, handle), rot, 1.0 if to_handle < 0.008 else -1.0)
+    return _action(_step(eef, handle + PRE_GRASP * u), rot if along > 0.03 else rotation_action(quat), -1.0)
+
+
+def close_drawer(priv: dict, fixture: str, index: int) -> np.ndarray:
+    """Fingers closed, pointing down: come down in front of the handle and push it in."""
+    eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
+    handle, u = _part(priv, fixture, index, "handle"), open_direction(priv, fixture, index)
+    start = handle + 0.04 * u
+    rel = eef - handle
+    along = float(rel @ u)
+    lateral = float(np.linalg.norm((rel - along * u)[:2]))
+    if lateral < 0.015 and abs(eef[2] - handle[2]) < 0.015 and along > -0.01:  # in front, low: push
+        return _action(_step(eef, handle - LEAD * u), rotation_action(quat), 1.0)
+    if np.linalg.norm((eef - start)[:2]) < 0.01:  # above the start: go down
+        return _action(_step(eef, start), rotation_action(quat), 1.0)
+    high = max(eef[2], handle[2] + 0.12)
+    return _action(_step(eef, np.array([start[0], start[1], high])), rotation_action(quat), 1.0)
+
+
+def push(priv: dict, obj: str, target: str) -> np.ndarray:
+    """Push ``obj`` (a plate) along the table until its centre is at ``target``'s: fingers closed, lowered inside
+    its rim on the far side from the destination (:data:`PUSH_INSET` in from its edge), so they push the rim
+    from inside. Behind the plate, outside it, there was no room: a cabinet's handles stood 3 cm off its edge."""
+    eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
+    pos, dest = _vec(priv, f"{obj}_pos"), _vec(priv, f"{target}_pos")
+    box = _vec(priv, f"{obj}_aabb") if f"{obj}_aabb" in priv else np.concatenate([pos - 0.05, pos + 0.05])
+    v = dest[:2] - pos[:2]
+    dist = float(np.linalg.norm(v))
+    v = v / max(dist, 1e-9)
+    across = np.array([-v[1], v[0]])
+    radius = 0.5 * float(np.linalg.norm(v * (box[3:5] - box[:2])))  # the inscribed ellipse's (a round plate's)
+    low = box[2] + PUSH_DZ
+    behind = pos[:2] - v * (radius - PUSH_INSET)
+    rel = eef[:2] - pos[:2]
+    along, lateral = float(rel @ v), float(rel @ across)
+    yaw = wrap_yaw(float(np.arctan2(v[1], v[0])))  # fingers across the push: the narrow side leads
+    rot = rotation_action(quat, yaw)
+    if abs(eef[2] - low) < 0.015 and along < 0.0 and abs(lateral) < 0.03:  # push
+        goal_xy = eef[:2] + v * min(dist + 0.005, LEAD) - across * lateral
+        return _action(_step(eef, np.array([*goal_xy, low])), rot, 1.0)
+    if np.linalg.norm(eef[:2] - behind) < 0.01 or (np.linalg.norm(eef[:2] - behind) < 0.03 and eef[2] < box[5] + 0.05):
+        return _action(_step(eef, np.array([*behind, low])), rot, 1.0)
+    high = max(eef[2], box[5] + 0.06)
+    return _action(_step(eef, np.array([*behind, high])), rot, 1.0)
+
+
+def pushed(priv: dict, obj: str, target: str) -> bool:
+    """``obj``'s centre is within :data:`PUSH_TOL` m (xy) of ``target``'s."""
+    return float(np.linalg.norm(_vec(priv, f"{obj}_pos")[:2] - _vec(priv, f"{target}_pos")[:2])) < PUSH_TOL
+
+
+def untilt(priv: dict) -> np.ndarray | None:
+    """With the gripper tilted over :data:`TILT_TOL`: open, back away along its axis from the handles, turn down."""
+    eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
+    if tilt(quat) < TILT_TOL:
+        return None
+    gap, _ = _gap_speed(priv)
+    if gap < 0.072:
+        return _action(_step(eef, eef), np.zeros(3), -1.0)
+    handles = [h for k in priv if k.endswith("_handle") for h in _vec(priv, k).reshape(-1, 3)]
+    nearest = min(handles, key=lambda h: float(np.linalg.norm(h - eef)), default=None)
+    if nearest is not None and float(np.linalg.norm(nearest - eef)) < BACK_OFF:
+        return _action(_step(eef, eef - 0.05 * pointing(quat)), np.zeros(3), -1.0)
+    if nearest is not None and eef[2] < nearest[2] + RISE_OVER:  # rise clear of the drawer before turning
+        return _action(_step(eef, eef + np.array([0.0, 0.0, 0.05])), np.zeros(3), -1.0)
+    return _action(_step(eef, eef + np.array([0.0, 0.0, 0.02])), _rotate_to(quat, untilted(quat)), -1.0)
+
+
+def untilted(quat_xyzw: np.ndarray) -> np.ndarray:
+    """Pointing down, reached from ``quat_xyzw`` by a turn about a horizontal axis only: the inverse of
+    :func:`horizontal_grip` (turning down "with the current yaw" is ill-defined for a horizontal gripper, and
+    the wrist went the long way round to a joint limit, tilted 0.3 rad, until the step cap)."""
+    u = -pointing(quat_xyzw)
+    return _down_with_yaw(float(np.arctan2(-u[1], -u[0])) - np.pi / 2)

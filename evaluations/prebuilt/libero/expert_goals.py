@@ -1,0 +1,85 @@
+"""Which goal ``prebuilt/libero-expert`` works on next, and which primitive serves it.
+
+The BDDL goal (the privileged ``goal`` text) is a conjunction; the expert works on the first predicate not yet
+met, taken in this order (stable within a kind): ``open`` and ``turnon`` first, then ``on`` / ``in``, then
+``close`` / ``turnoff`` (a drawer is closed after the bowl is in it, whatever the BDDL order). Per predicate:
+
+* ``open`` / ``close`` / ``turnon`` of a drawer region or a knob fixture →
+  :mod:`evaluations.prebuilt.libero.expert_fixtures` (met: the joint's signed position, see
+  :func:`~evaluations.prebuilt.libero.expert_fixtures.unary_met`);
+* ``in <obj> <drawer region>`` with that drawer shut → open the drawer first;
+* ``on <plate> <table region>`` → push the plate (:func:`~evaluations.prebuilt.libero.expert_fixtures.push`);
+* other ``on`` / ``in`` → pick and place (:func:`evaluations.prebuilt.libero.expert_place.place`; met geometrically as
+  there).
+
+With nothing left: hold still, gripper open. A tilted gripper (after a pull) is first turned back down
+(:func:`~evaluations.prebuilt.libero.expert_fixtures.untilt`) unless a drawer is being opened or a knob turned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import expert_place as ex
+from . import expert_fixtures as fx
+
+#: Work order of the predicate kinds (lower first).
+ORDER = {"open": 0, "turnon": 0, "on": 1, "in": 1, "close": 2, "turnoff": 2}
+
+
+def goals(priv: dict) -> list[list[str]]:
+    """The goal's predicates (lower case) in work order."""
+    preds = [[p[0].lower(), *p[1:]] for p in ex.parse_goal(ex._text(priv["goal"])) if p]
+    return sorted(preds, key=lambda p: ORDER.get(p[0], 3))
+
+
+def next_goal(priv: dict) -> tuple | None:
+    """The next thing to do: ``("unary", predicate, fixture, joint index)``, ``("push", obj, region)``,
+    ``("place", predicate, obj, destination)``, or ``None`` (every predicate the expert knows is met)."""
+    for pred in goals(priv):
+        if len(pred) == 2:
+            met = fx.unary_met(priv, pred[0], pred[1])
+            if met is False:
+                return ("unary", pred[0], *fx.joint_of(priv, pred[1]))
+            continue
+        if len(pred) != 3 or pred[0] not in ("on", "in"):
+            continue
+        joint = fx.joint_of(priv, pred[2])
+        if pred[0] == "in" and joint is not None and fx.unary_met(priv, "open", pred[2]) is False:
+            return ("unary", "open", *joint)
+        if pred[0] == "on" and fx.pushable(pred[1]) and f"{pred[1]}_pos" in priv and _table_region(priv, pred[2]):
+            if not fx.pushed(priv, pred[1], pred[2]):
+                return ("push", pred[1], pred[2])
+            continue
+        single = ex.current_goal(dict(priv, goal=" ".join(pred)))
+        if single is not None:
+            return ("place", *single)
+    return None
+
+
+def _table_region(priv: dict, name: str) -> bool:
+    """A region site on a table (``main_table_…_region``): somewhere to push to, not an object to stack on."""
+    return f"{name}_pos" in priv and f"{name}_size" in priv and "table" in name
+
+
+def plan(priv: dict) -> np.ndarray:
+    """The expert's action (7 floats in [-1, 1]) for one privileged observation."""
+    goal = next_goal(priv)
+    if goal is None or goal[:2] not in (("unary", "open"), ("unary", "turnon")):
+        action = fx.untilt(priv)
+        if action is not None:
+            return action
+    if goal is None:
+        return ex.place(priv, None)
+    if goal[0] == "push":
+        return fx.push(priv, goal[1], goal[2])
+    if goal[0] == "place":
+        return ex.place(priv, goal[1:])
+    _, predicate, fixture, index = goal
+    if predicate == "turnon":
+        return fx.turn_knob(priv, fixture, index)
+    if predicate == "open":
+        return fx.open_drawer(priv, fixture, index)
+    if predicate == "close":
+        return fx.close_drawer(priv, fixture, index)
+    return ex.place(priv, None)

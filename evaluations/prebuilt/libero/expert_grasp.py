@@ -1,0 +1,69 @@
+"""Finger clearance for the top-down box grasp of ``prebuilt/libero-expert`` (:mod:`evaluations.prebuilt.libero.expert`).
+
+A box is gripped from above at its bounding box's centre, the fingers across its shorter side. When a
+neighbouring object stands where a finger would come down (its bounding box overlaps a finger's footprint and
+reaches above the grasp height), the grasp point slides along the box's long side, away from it, just far enough
+(at most to :data:`END_MARGIN` m from the box's end); where no spot along it is clear, the centre stays. Met on libero_10 (cream cheese box and milk carton 2 mm
+apart): the finger landed on the carton's top and the hand hovered until the step cap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: A finger's footprint around the end effector, in the gripper frame (m): from PAD_IN to PAD_OUT along the
+#: opening direction (open fingers), ±FINGER_HALF_WIDTH across it, plus CLEARANCE all round.
+PAD_IN = 0.035
+PAD_OUT = 0.06
+FINGER_HALF_WIDTH = 0.013
+CLEARANCE = 0.005
+#: The grasp point stays at least this far (m) from the box's ends.
+END_MARGIN = 0.015
+
+
+def _vec(priv: dict, key: str) -> np.ndarray:
+    return np.asarray(priv[key], dtype=np.float64).reshape(-1)
+
+
+def clear_fingers(priv: dict, obj: str, grasp: np.ndarray, yaw: float) -> np.ndarray:
+    """``grasp`` slid along the box's long side until no neighbour's bounding box is under a finger.
+
+    ``grasp``: the end-effector grasp point (3, m); ``yaw``: the gripper's yaw (rad; yaw 0 opens the fingers along
+    world y). Neighbours are the other objects with an ``_aabb`` whose top is above ``grasp[2] − 0.02``.
+    Returns the (possibly unchanged) grasp point.
+    """
+    opening = np.array([-np.sin(yaw), np.cos(yaw)])
+    slide = np.array([opening[1], -opening[0]])
+    box = _vec(priv, f"{obj}_aabb")
+    size = box[3:5] - box[:2]
+    reach = max(0.0, 0.5 * float(np.abs(slide) @ size) - END_MARGIN)
+    others = [_vec(priv, k) for k in priv if k.endswith("_aabb") and k != f"{obj}_aabb"]
+    others = [o for o in others if o[5] > grasp[2] - 0.02 and o[2] < grasp[2] + 0.25]
+    shift = 0.0
+    for other in others:
+        shift = _away(grasp[:2] + shift * slide, other, opening, slide, shift)
+    shift = float(np.clip(shift, -reach, reach))
+    if shift == 0.0 or any(_away(grasp[:2] + shift * slide, o, opening, slide, 0.0) != 0.0 for o in others):
+        return grasp  # nothing in the way, or no clear spot along the box (a carton lying across it)
+    out = grasp.copy()
+    out[:2] = grasp[:2] + shift * slide
+    return out
+
+
+def _away(point: np.ndarray, other: np.ndarray, opening: np.ndarray, slide: np.ndarray, shift: float) -> float:
+    """The shift along ``slide`` after moving the fingers at ``point`` clear of the box ``other`` (if they touch)."""
+    corners = np.array([[other[0], other[1]], [other[0], other[4]], [other[3], other[1]], [other[3], other[4]]])
+    rel = corners - point
+    along_open, along_slide = rel @ opening, rel @ slide
+    lo_s, hi_s = float(along_slide.min()), float(along_slide.max())
+    for side in (-1.0, 1.0):
+        lo_o, hi_o = float((side * along_open).min()), float((side * along_open).max())
+        if hi_o < PAD_IN - CLEARANCE or lo_o > PAD_OUT + CLEARANCE:
+            continue  # not in this finger's band
+        width = FINGER_HALF_WIDTH + CLEARANCE
+        if hi_s < -width or lo_s > width:
+            continue  # beside the finger
+        # slide the finger off the neighbour's nearer edge
+        shift += (lo_s - width) if (lo_s + hi_s) > 0 else (hi_s + width)
+        break
+    return shift

@@ -1,0 +1,21 @@
+"""Position steps of ``prebuilt/libero-expert``: the OSC_POSE delta toward a waypoint (1 action unit = 5 cm)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Position gain: action units per metre of waypoint error (1 unit = 5 cm of OSC_POSE delta).
+GAIN = 12.0
+#: Smallest position step (action units) while the waypoint is more than 3 mm away.
+MIN_STEP = 0.25
+
+
+def toward(eef: np.ndarray, waypoint: np.ndarray) -> np.ndarray:
+    """Proportional step (3 action units in [-1, 1]) from ``eef`` toward ``waypoint`` (both m, world frame), at
+    least :data:`MIN_STEP` outside a 3 mm dead band (the impedance controller leaves a steady-state error that a
+    purely proportional command never closes)."""
+    error = waypoint - eef
+    norm = float(np.linalg.norm(error))
+    if norm < 0.003:
+        return np.clip(GAIN * error, -1.0, 1.0)
+    return np.clip(error / norm * max(GAIN * norm, MIN_STEP), -1.0, 1.0)

@@ -1,0 +1,217 @@
+"""``prebuilt/libero-expert``'s articulation, push and goal-order logic on hand-made privileged observations (main
+venv), and one real LIBERO episode per new primitive in ``.venv-libero`` (``slow``; skipped where it is missing)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evaluations.prebuilt.libero import expert as ex
+from evaluations.prebuilt.libero import expert_fixtures as fx
+from evaluations.prebuilt.libero import expert_goals as goals
+from evaluations.prebuilt.libero.expert_grasp import clear_fingers
+from evaluations.prebuilt.libero.privileged import _open_sign
+from evaluations.prebuilt.libero.rotation import rotation_error
+
+from .test_libero_expert import _libero, needs_libero_venv
+
+DOWN = np.array([1.0, 0.0, 0.0, 0.0])
+REGION = "wooden_cabinet_1_middle_region"
+HANDLE = np.array([0.04, -0.13, 1.015])
+
+
+def _cabinet(eef, qpos=0.0, gap=0.079, gap_speed=0.0, quat=DOWN, goal=f"open {REGION}") -> dict:
+    """libero_goal's wooden cabinet: three drawers sliding along world −y, opening toward +y (qpos < 0)."""
+    handles = np.concatenate([HANDLE + [0, 0, 0.074], HANDLE + [0, qpos * -1.0, 0.0], HANDLE - [0, 0, 0.07]])
+    return {
+        "eef_pos": np.asarray(eef, dtype=np.float64), "eef_quat": np.asarray(quat, dtype=np.float64),
+        "eef_vel": np.zeros(3), "gripper_qpos": np.array([gap / 2, -gap / 2]),
+        "gripper_qvel": np.array([gap_speed / 2, -gap_speed / 2]),
+        "wooden_cabinet_1_pos": np.array([0.04, -0.234, 0.905]), "wooden_cabinet_1_quat": np.array([0, 0, 1.0, 0]),
+        "wooden_cabinet_1_qpos": np.array([0.0, qpos, 0.0]),
+        "wooden_cabinet_1_anchor": np.tile([0.04, -0.234, 0.905], 3), "wooden_cabinet_1_axis": np.tile([0, -1.0, 0], 3),
+        "wooden_cabinet_1_handle": handles, "wooden_cabinet_1_open": -np.ones(3),
+        f"{REGION}_pos": np.array([0.036, -0.245 - qpos * -1.0, 1.022]), f"{REGION}_quat": np.array([0, 0, 0, 1.0]),
+        f"{REGION}_qpos": np.array([qpos]), f"{REGION}_joint": np.array([1.0]), f"{REGION}_size": np.array([0.03, 0.076, 0.1]),
+        "goal": goal, "obj_of_interest": REGION,
+    }
+
+
+def _stove(eef, qpos=0.0, quat=None) -> dict:
+    quat = fx.knob_orientation() if quat is None else quat
+    return {
+        "eef_pos": np.asarray(eef, dtype=np.float64), "eef_quat": np.asarray(quat, dtype=np.float64),
+        "eef_vel": np.zeros(3), "gripper_qpos": np.array([0.0005, -0.0005]), "gripper_qvel": np.zeros(2),
+        "flat_stove_1_pos": np.array([-0.4, 0.2, 0.905]), "flat_stove_1_quat": np.array([0, 0, 0, 1.0]),
+        "flat_stove_1_qpos": np.array([qpos]), "flat_stove_1_anchor": np.array([-0.4, 0.2, 0.905]),
+        "flat_stove_1_axis": np.array([0, 0, 1.0]), "flat_stove_1_handle": np.array([-0.45, 0.2, 0.912]),
+        "flat_stove_1_open": np.array([1.0]), "goal": "turnon flat_stove_1", "obj_of_interest": "flat_stove_1",
+    }
+
+
+# --- goals ----------------------------------------------------------------------------------------------------
+
+
+def test_open_and_turnon_come_first_and_close_last_whatever_the_bddl_order():
+    priv = {"goal": "close white_cabinet_1_bottom_region; in akita_black_bowl_1 white_cabinet_1_bottom_region; "
+                    "turnon flat_stove_1"}
+    assert [p[0] for p in goals.goals(priv)] == ["turnon", "in", "close"]
+
+
+def test_an_in_goal_into_a_shut_drawer_opens_the_drawer_first():
+    priv = _cabinet((0, 0, 1.2), goal=f"in akita_black_bowl_1 {REGION}")
+    assert goals.next_goal(priv) == ("unary", "open", "wooden_cabinet_1", 1)
+
+
+def test_a_drawer_goal_is_met_by_the_joints_signed_position():
+    assert fx.unary_met(_cabinet((0, 0, 1.2), qpos=-0.1), "open", REGION) is False
+    assert fx.unary_met(_cabinet((0, 0, 1.2), qpos=-0.15), "open", REGION) is True
+    assert fx.unary_met(_cabinet((0, 0, 1.2), qpos=0.002), "close", REGION) is True
+    assert fx.unary_met(_stove((0, 0, 1.2), qpos=0.6), "turnon", "flat_stove_1") is True
+    assert fx.unary_met(_stove((0, 0, 1.2), qpos=0.3), "turnon", "flat_stove_1") is False
+
+
+def test_the_open_sign_comes_from_the_fixtures_open_ranges():
+    class Cabinet:
+        object_properties = {"articulation": {"default_open_ranges": [-0.16, -0.14]}}
+
+    class Stove:
+        object_properties = {"articulation": {"default_open_ranges": [], "default_turnon_ranges": [0.5, 2.1]}}
+
+    assert _open_sign(Cabinet()) == -1.0 and _open_sign(Stove()) == 1.0
+
+
+# --- drawer ---------------------------------------------------------------------------------------------------
+
+
+def test_the_horizontal_grip_points_against_the_opening_direction_with_the_fingers_vertical():
+    quat = fx.horizontal_grip(np.array([0.0, 1.0, 0.0]))
+    assert np.allclose(fx.pointing(quat), [0, -1, 0], atol=1e-9)
+    assert np.isclose(fx.tilt(fx.untilted(quat)), 0.0, atol=1e-9)
+    assert np.isclose(np.linalg.norm(rotation_error(quat, fx.untilted(quat))), np.pi / 2)  # one 90° turn back
+
+
+def test_opening_a_drawer_goes_in_front_of_the_handle_turns_horizontal_comes_in_closes_and_pulls():
+    far = goals.plan(_cabinet((-0.2, 0.0, 1.17)))
+    assert far[6] == -1.0 and far[0] > 0.5  # toward the pre-grasp point, open
+    level = fx.horizontal_grip(np.array([0.0, 1.0, 0.0]))
+    front = goals.plan(_cabinet(HANDLE + [0, 0.08, 0], quat=level))
+    assert front[6] == -1.0 and front[1] < -0.5 and abs(front[0]) < 0.1  # comes in along −y
+    at = goals.plan(_cabinet(HANDLE + [0, 0.003, 0], quat=level))
+    assert at[6] == 1.0
+    pull = goals.plan(_cabinet(HANDLE, gap=0.016, quat=level))
+    assert pull[6] == 1.0 and pull[1] > 0.5  # out along +y
+
+
+def test_after_opening_the_tilted_hand_backs_away_then_rises_then_turns_down():
+    level = fx.horizontal_grip(np.array([0.0, 1.0, 0.0]))
+    goal = "in akita_black_bowl_1 wooden_cabinet_1_middle_region"
+    near = _cabinet(HANDLE + [0, 0.15, 0], qpos=-0.15, quat=level, goal=goal)
+    back = fx.untilt(near)
+    assert back is not None and back[1] > 0.5 and back[6] == -1.0 and np.allclose(back[3:6], 0)
+    low = fx.untilt(_cabinet(HANDLE + [0, 0.25, 0], qpos=-0.15, quat=level, goal=goal))
+    assert low[2] > 0.5 and np.allclose(low[3:6], 0)  # rise before turning
+    high = fx.untilt(_cabinet(HANDLE + [0, 0.25, 0.12], qpos=-0.15, quat=level, goal=goal))
+    assert np.linalg.norm(high[3:6]) > 0.5
+    assert fx.untilt(_cabinet(HANDLE + [0, 0.25, 0.12], qpos=-0.15, goal=goal)) is None  # pointing down: nothing
+
+
+def test_closing_a_drawer_pushes_its_handle_back_in():
+    priv = _cabinet(HANDLE + [0, 0.02 + 0.15, 0], qpos=-0.15, goal=f"close {REGION}")
+    action = fx.close_drawer(priv, "wooden_cabinet_1", 1)
+    assert action[1] < -0.5 and action[6] == 1.0
+
+
+def test_an_open_drawers_handle_counts_as_a_neighbour_of_a_bowl():
+    assert len(fx.open_handles(_cabinet((0, 0, 1.2), qpos=-0.15))) == 1
+    assert fx.open_handles(_cabinet((0, 0, 1.2), qpos=0.0)) == []
+
+
+# --- knob -----------------------------------------------------------------------------------------------------
+
+
+def test_turning_a_knob_comes_down_behind_the_bars_end_and_pushes_it_round():
+    start, _, _ = fx.knob_contact(_stove((0, 0, 1.2)), "flat_stove_1")
+    assert start[0] > -0.4 and start[1] < 0.2  # the bar's +x end, on its −y side (the turn is counter-clockwise)
+    above = goals.plan(_stove(start + [0, 0, 0.1]))
+    assert above[2] < -0.5 and above[6] == 1.0  # straight down, fingers closed
+    push = goals.plan(_stove(start))
+    assert push[1] > 0.5  # round the axis: +y at the +x end
+    turned, _, pushing = fx.knob_contact(_stove(start, qpos=np.pi / 2), "flat_stove_1")
+    assert not pushing and turned[0] > -0.4 and turned[1] > 0.2  # bar along +y: its end moves −x, pushed from +x
+
+
+def test_the_knob_push_keeps_its_tilt_instead_of_being_untilted():
+    start, _, _ = fx.knob_contact(_stove((0, 0, 1.2)), "flat_stove_1")
+    action = goals.plan(_stove(start))
+    assert np.linalg.norm(action[3:6]) < 0.1 and action[6] == 1.0 and action[1] > 0.5  # pushing, fingers closed
+
+
+# --- push -----------------------------------------------------------------------------------------------------
+
+
+def _plate(eef) -> dict:
+    plate = np.array([0.05, -0.03, 0.903])
+    return {
+        "eef_pos": np.asarray(eef, dtype=np.float64), "eef_quat": DOWN, "eef_vel": np.zeros(3),
+        "gripper_qpos": np.array([0.0005, -0.0005]), "gripper_qvel": np.zeros(2),
+        "plate_1_pos": plate, "plate_1_quat": np.array([0, 0, 0, 1.0]),
+        "plate_1_aabb": np.array([-0.019, -0.099, 0.9, 0.119, 0.039, 0.919]),
+        "main_table_stove_front_region_pos": np.array([0.05, 0.21, 0.895]),
+        "main_table_stove_front_region_quat": np.array([0, 0, 0, 1.0]),
+        "main_table_stove_front_region_size": np.array([0.04, 0.04, 0.007]),
+        "goal": "on plate_1 main_table_stove_front_region", "obj_of_interest": "plate_1",
+    }
+
+
+def test_a_plate_to_a_table_region_is_pushed_not_gripped():
+    assert goals.next_goal(_plate((0, 0, 1.2))) == ("push", "plate_1", "main_table_stove_front_region")
+    above = goals.plan(_plate((0.05, -0.03 - 0.039, 1.1)))
+    assert above[2] < -0.5 and above[6] == 1.0  # down inside the far rim, fingers closed
+    push = goals.plan(_plate((0.05, -0.03 - 0.039, 0.905)))
+    assert push[1] > 0.5 and abs(push[0]) < 0.1  # toward the region (+y)
+    done = dict(_plate((0, 0, 1.2)), plate_1_pos=np.array([0.05, 0.205, 0.903]))
+    assert goals.next_goal(done) is None
+
+
+# --- box grasp clearance --------------------------------------------------------------------------------------
+
+
+def test_a_box_grasp_slides_along_its_long_side_away_from_a_neighbour_under_a_finger():
+    cheese = np.array([0.059, -0.203, 0.437, 0.14, -0.16, 0.455])
+    grasp = np.array([0.0995, -0.1815, 0.44])
+    milk = {"cream_cheese_1_aabb": cheese, "milk_1_aabb": np.array([0.04, -0.131, 0.437, 0.093, -0.078, 0.57])}
+    moved = clear_fingers(milk, "cream_cheese_1", grasp, 0.0)
+    assert moved[0] > 0.093 + 0.013 and moved[1] == grasp[1]  # the finger's edge clears the carton
+    far = dict(milk, milk_1_aabb=np.array([0.3, 0.3, 0.437, 0.4, 0.4, 0.57]))
+    assert np.array_equal(clear_fingers(far, "cream_cheese_1", grasp, 0.0), grasp)
+    across = dict(milk, milk_1_aabb=np.array([0.046, -0.186, 0.437, 0.152, -0.084, 0.574]))  # lying over it all
+    assert np.array_equal(clear_fingers(across, "cream_cheese_1", grasp, 0.0), grasp)
+    priv = dict(milk, cream_cheese_1_pos=grasp, eef_pos=np.zeros(3))
+    assert ex.grasp_pose(priv, "cream_cheese_1")[0][0] > 0.106
+
+
+# --- real LIBERO, in .venv-libero ----------------------------------------------------------------------------
+
+
+@needs_libero_venv
+@pytest.mark.slow
+@pytest.mark.parametrize("suite,task,cap", [
+    ("libero_goal", 0, 150),   # open the middle drawer (drawer primitive)
+    ("libero_goal", 7, 150),   # turn on the stove (knob primitive)
+    ("libero_goal", 5, 250),   # push the plate to the front of the stove (push primitive)
+    ("libero_10", 2, 400),     # turn on the stove and put the moka pot on it (two goals in sequence)
+])
+def test_the_expert_solves_a_real_episode_of_each_new_primitive(suite, task, cap):
+    """Seed 0 (init state 0) through the platform's env class, as bench/bench_libero_expert.py runs it."""
+    out = _libero(f"""
+        import sys
+        sys.path.insert(0, "bench")
+        import bench_libero_expert as b
+        from evaluations.prebuilt.libero.expert import LiberoExpert
+        env = b.make_env("{suite}", {task})
+        row = b.run_episode(env, 0, LiberoExpert().predict)
+        print("RESULT", row["success"], row["steps"])
+    """)
+    result = [line for line in out.splitlines() if line.startswith("RESULT")][-1].split()
+    assert result[1] == "True" and int(result[2]) < cap, out[-2000:]
