@@ -390,6 +390,8 @@ RLMESH_IMPORT_MAX_MEMBERS = env_int("RLMESH_IMPORT_MAX_MEMBERS", 20_000)
 RLMESH_IMPORT_MAX_EXPANSION = env_float("RLMESH_IMPORT_MAX_EXPANSION", 20.0)
 #: Bytes of episode media (recorded and imported videos) one organization may keep in storage.
 RLMESH_ORG_STORAGE_QUOTA_BYTES = env_int("RLMESH_ORG_STORAGE_QUOTA_BYTES", 20 * 1024**3)
+# LeRobot dataset exports one organization may have queued or running at once (each a lerobot/torch process).
+RLMESH_ORG_DATASET_EXPORTS_BUILDING = env_int("RLMESH_ORG_DATASET_EXPORTS_BUILDING", 2)
 #: A shard never holds more episodes than this, so it finishes well inside the broker's visibility timeout.
 RLMESH_MAX_EPISODES_PER_SHARD = env_int("RLMESH_MAX_EPISODES_PER_SHARD", 100)
 #: An evaluation whose errored episodes exceed this fraction ends `failed` instead of `completed`.
