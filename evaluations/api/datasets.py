@@ -84,7 +84,8 @@ class LeRobotDatasetView(OrgScopedView):
 class LeRobotDatasetZipView(OrgScopedView):
     @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY,
                               (206, "application/zip"): OpenApiTypes.BINARY,
-                              **errors(400, 401, 404, 409, 416, _404="No such evaluation, or no dataset export was asked for.",
+                              **errors(400, 401, 404, 409, 416,
+                                       _404="No such evaluation, or no dataset export was asked for.",
                                        _409="No export is ready yet (the latest is queued, running or failed).")},
                    summary="The LeRobot dataset as a zip (one folder: meta/, data/, videos/); honours Range requests",
                    description="The newest ready export, of `?images=image|video` when given; a ready zip stays "

@@ -107,7 +107,8 @@ def ready_export(evaluation: Evaluation, images: str | None = None) -> DatasetEx
     """The evaluation's newest ready export (of ``images`` storage when given) whose zip is in storage, or None."""
     for export in evaluation.dataset_exports.filter(kind=KIND, status=DatasetExport.Status.READY).exclude(file="") \
             .order_by("-created_at", "-id"):
-        if (images is None or export.meta.get("images", "image") == images) and default_storage.exists(export.file.name):
+        mode = export.meta.get("images", "image")
+        if images in (None, mode) and default_storage.exists(export.file.name):
             return export
     return None
 
@@ -172,16 +173,17 @@ def request_export(evaluation: Evaluation, *, images: str = "image") -> tuple[Da
             if building.meta.get("images", "image") == images:
                 return building, False
             raise ExportRefused(409, "export_running", f"export {building.pk} of {evaluation.public_id} "
-                                f"(images: {building.meta.get('images', 'image')}) is {building.status}; one export of "
-                                "an evaluation is built at a time: poll GET …/lerobot-dataset until it ends, then ask "
-                                "again", [{"path": "images", "message": f"export {building.pk} is {building.status}",
+                                f"(images: {building.meta.get('images', 'image')}) is {building.status}; one export "
+                                "of an evaluation is built at a time: poll GET …/lerobot-dataset until it ends, then "
+                                "ask again", [{"path": "images", "message": f"export {building.pk} is {building.status}",
                                            "id": building.pk, "status": building.status}])
         ready = ready_export(evaluation, images)
         if ready is not None:
             return ready, False
         _task_shapes(evaluation, images)
         limit = settings.RLMESH_ORG_DATASET_EXPORTS_BUILDING
-        if DatasetExport.objects.filter(_building(), evaluation__organization_id=evaluation.organization_id).count() >= limit:
+        org_building = DatasetExport.objects.filter(_building(), evaluation__organization_id=evaluation.organization_id)
+        if org_building.count() >= limit:
             raise ExportRefused(429, "too_many_exports", f"the organization already builds {limit} dataset "
                                 f"export{'s' if limit != 1 else ''} at once (RLMESH_ORG_DATASET_EXPORTS_BUILDING); ask "
                                 "again when one of them has ended")

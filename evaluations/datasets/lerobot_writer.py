@@ -55,9 +55,10 @@ def write(manifest: dict) -> dict:
         elif differ := shape_differences(spec, own):
             shapes = "; ".join(f"{k}: {first} vs {this}" for k, (first, this) in differ.items())
             meta = episode["meta"]
-            raise MappingProblem(f"episode {meta.get('index')} of task {meta.get('taskId') or episode['task']} "
-                                 f"is shaped differently from the first exported episode ({shapes}); one dataset "
-                                 "holds one shape per feature")
+            where = (f"episode {meta.get('index', len(exported) + len(skipped))} of task "
+                     f"{meta.get('taskId') or episode['task']}")
+            raise MappingProblem(f"{where} is shaped differently from the first exported episode ({shapes}); one "
+                                 "dataset holds one shape per feature")
         for frame in frames(arrays, episode["task"]):
             dataset.add_frame(frame)
         dataset.save_episode()
