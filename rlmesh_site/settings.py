@@ -385,11 +385,11 @@ RLMESH_PREVIEW_WORKLOADS_PER_MINUTE = env_int("RLMESH_PREVIEW_WORKLOADS_PER_MINU
 #: members, are at most this many bytes; a bundle has at most this many zip members (evaluations/services/imports.py).
 RLMESH_IMPORT_MAX_BYTES = env_int("RLMESH_IMPORT_MAX_BYTES", 200 * 1024 * 1024)
 RLMESH_IMPORT_MAX_MEMBERS = env_int("RLMESH_IMPORT_MAX_MEMBERS", 20_000)
-#: A bundle may uncompress to at most this many times its upload size (but always to 1 MiB): a small zip of zeros
-#: cannot fill the disk. MP4s do not compress and result.json compresses ~10x, so real bundles stay far below.
+#: A bundle uncompresses to at most this many times its upload size (at least 1 MiB; real ones stay far below).
 RLMESH_IMPORT_MAX_EXPANSION = env_float("RLMESH_IMPORT_MAX_EXPANSION", 20.0)
 #: Bytes of episode media (recorded and imported videos) one organization may keep in storage.
 RLMESH_ORG_STORAGE_QUOTA_BYTES = env_int("RLMESH_ORG_STORAGE_QUOTA_BYTES", 20 * 1024**3)
+RLMESH_ORG_DATASET_EXPORTS_BUILDING = env_int("RLMESH_ORG_DATASET_EXPORTS_BUILDING", 2)  # queued or running at once
 #: A shard never holds more episodes than this, so it finishes well inside the broker's visibility timeout.
 RLMESH_MAX_EPISODES_PER_SHARD = env_int("RLMESH_MAX_EPISODES_PER_SHARD", 100)
 #: An evaluation whose errored episodes exceed this fraction ends `failed` instead of `completed`.

@@ -9,7 +9,8 @@ import io
 import numpy as np
 import pytest
 
-from evaluations.datasets.lerobot_frames import MappingProblem, feature_map, features, frames, instruction
+from evaluations.datasets.lerobot_frames import (MappingProblem, feature_map, features, frames, header_arrays,
+                                                 instruction, shape_differences)
 from evaluations.runs.steps import StepRecorder, flatten, load_steps
 
 STEPS = 4
@@ -100,3 +101,19 @@ def test_a_leaf_that_changes_shape_is_left_out_and_named():
 def test_flatten_names_nested_leaves_by_dotted_path():
     assert flatten({"a": {"b": 1, "c": [2, 3]}, "d": "x"}) == {"a.b": 1, "a.c.0": 2, "a.c.1": 3, "d": "x"}
     assert flatten(np.zeros(2)).keys() == {""}
+
+
+def test_features_read_from_the_npy_headers_alone_equal_the_loaded_arrays_features():
+    arrays = _record(_libero_obs)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    buffer.seek(0)
+    headers = header_arrays(buffer)
+    assert {k: (v.shape, v.dtype) for k, v in headers.items()} == {k: (v.shape, v.dtype) for k, v in arrays.items()}
+    assert headers["obs/pixels.image"].strides == (0, 0, 0, 0)  # nothing but the header was read
+    assert features(headers, images="video") == features(arrays, images="video")
+    plain = features(_record(lambda t: np.zeros(3), action=lambda t: t % 2))
+    assert shape_differences(features(arrays), plain) == {
+        "observation.images.image": ("image (8, 8, 3)", "absent"),
+        "observation.images.image2": ("image (8, 8, 3)", "absent"),
+        "observation.state": ("float32 (8,)", "float32 (3,)"), "action": ("float32 (7,)", "float32 (1,)")}

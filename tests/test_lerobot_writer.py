@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from evaluations.datasets import exports
+from evaluations.datasets.lerobot_frames import MappingProblem
 from evaluations.runs.steps import StepRecorder
 from tests.api.test_lerobot_dataset_api import _read
 
@@ -62,5 +63,9 @@ def test_written_episodes_load_back_frame_for_frame(tmp_path, images):
 
 
 def test_episodes_with_different_features_are_refused_in_words(tmp_path):
-    with pytest.raises(RuntimeError, match="shaped differently"):
+    with pytest.raises(MappingProblem) as refused:
         exports._write(_manifest(tmp_path, "image", [(3, 0), (3, 9)]), tmp_path)  # state 8 then 9
+    # The shapes, in the problem's own words: no library warning, no server path.
+    assert str(refused.value) == ("episode 1 of task fallback is shaped differently from the first exported episode "
+                                  "(observation.state: float32 (8,) vs float32 (9,)); one dataset holds one shape per "
+                                  "feature")

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from evaluations.prebuilt.libero.smolvla import instruction_of, weights_problem
-from tests.support.smolvla import LEROBOT_PYTHON, build_tiny_checkpoint, run_in_lerobot
+from tests.support.smolvla import LEROBOT_INSTALLED, build_tiny_checkpoint, run_in_lerobot
 
-pytestmark = pytest.mark.skipif(not LEROBOT_PYTHON.exists(), reason="run scripts/setup-lerobot.sh (make test does)")
+pytestmark = pytest.mark.skipif(not LEROBOT_INSTALLED, reason="run scripts/setup-lerobot.sh (make test does)")
 
 #: A LIBERO observation as prebuilt/libero delivers one, and a model built from the checkpoint folders.
 PRELUDE = """

@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from ..datasets.exports import ExportRefused, export_document, latest_export, request_export
+from ..datasets.exports import IMAGE_MODES, ExportRefused, export_document, latest_export, ready_export, request_export
 from ..media import ranged_file_response
 from ..models import DatasetExport
 from .base import OrgScopedView
@@ -18,7 +18,11 @@ from .serializers import DatasetExportRequestSerializer, DatasetExportSerializer
 __all__ = ["LeRobotDatasetView", "LeRobotDatasetZipView"]
 
 _409 = ("The evaluation has not ended, or it kept no episode's steps (`steps_not_recorded`: submit it with "
-        '`"recordSteps": "all"` on its tasks).')
+        '`"recordSteps": "all"` on its tasks), or an export of other `images` is being built (`export_running`, its '
+        "`id` and `status` in `details`: one at a time per evaluation), or its tasks recorded differently shaped "
+        "features (`features_differ`, each feature's shapes per task in `details`).")
+_429 = ("The organization already builds `RLMESH_ORG_DATASET_EXPORTS_BUILDING` exports (`too_many_exports`), or too "
+        "many failed authentications from this address.")
 _503 = "The lerobot environment is not installed on this platform (`lerobot_unavailable`: scripts/setup-lerobot.sh)."
 
 
@@ -26,6 +30,21 @@ def _never_asked(public_id: str):
     """The 404 for an evaluation with no dataset export yet, naming the request that makes one."""
     return error_response(404, "not_found", f"no dataset export of {public_id} was asked for yet: POST "
                           f"/v1/evaluations/{public_id}/lerobot-dataset")
+
+
+def _not_ready(public_id: str, latest: DatasetExport | None, images: str | None):
+    """The 404/409 of a zip request when no ready export (of ``images``) has its zip in storage."""
+    if latest is None:
+        return _never_asked(public_id)
+    mode = latest.meta.get("images", "image")
+    if latest.status == DatasetExport.Status.READY and images in (None, mode):
+        return error_response(404, "not_found", "the dataset's zip is missing from storage; POST again to rebuild")
+    if images not in (None, mode) or latest.status == DatasetExport.Status.READY:
+        return error_response(409, "conflict", f'no export with images "{images}" is ready; POST {{"images": '
+                              f'"{images}"}} to /v1/evaluations/{public_id}/lerobot-dataset')
+    document = export_document(latest)
+    reason = f": {document['error']}" if document["error"] else "; poll GET …/lerobot-dataset until it is ready"
+    return error_response(409, "conflict", f"the dataset export is {document['status']}{reason}")
 
 
 class LeRobotDatasetView(OrgScopedView):
@@ -41,10 +60,12 @@ class LeRobotDatasetView(OrgScopedView):
 
     @extend_schema(request=DatasetExportRequestSerializer,
                    responses={200: DatasetExportSerializer, 202: DatasetExportSerializer,
-                              **errors(400, 401, 403, 404, 409, 415, 503, _409=_409, _503=_503)},
+                              **errors(400, 401, 403, 404, 409, 415, 429, 503, _409=_409, _429=_429,
+                                        _503=_503)},
                    summary="Export the evaluation's recorded episodes as a LeRobot dataset (a worker builds it)",
                    description="202 with a new export (poll GET until `status` is `ready`, then download "
-                   "`downloadUrl`); 200 with the latest export when it is ready or under way with the same `images`. "
+                   "`downloadUrl`); 200 with the export under way with the same `images`, or else the newest ready one of "
+                   "those `images`. At most one export of an evaluation is built at a time. "
                    "The body may be empty.")
     def post(self, request, public_id: str):
         evaluation = self.get_evaluation(public_id)
@@ -55,25 +76,29 @@ class LeRobotDatasetView(OrgScopedView):
         try:
             export, created = request_export(evaluation, images=body.validated_data["images"])
         except ExportRefused as exc:
-            return error_response(exc.status, exc.code, exc.message, docs="using/libero/#episodes-as-a-lerobot-dataset")
+            return error_response(exc.status, exc.code, exc.message, exc.details,
+                                  docs="using/libero/#episodes-as-a-lerobot-dataset")
         return Response(export_document(export), status=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK)
 
 
 class LeRobotDatasetZipView(OrgScopedView):
     @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY,
                               (206, "application/zip"): OpenApiTypes.BINARY,
-                              **errors(401, 404, 409, 416, _404="No such evaluation, or no dataset export was asked for.",
-                                       _409="The latest export is not ready (queued, running or failed).")},
-                   summary="The LeRobot dataset as a zip (one folder: meta/, data/, videos/); honours Range requests")
+                              **errors(400, 401, 404, 409, 416,
+                                       _404="No such evaluation, or no dataset export was asked for.",
+                                       _409="No export is ready yet (the latest is queued, running or failed).")},
+                   summary="The LeRobot dataset as a zip (one folder: meta/, data/, videos/); honours Range requests",
+                   description="The newest ready export, of `?images=image|video` when given; a ready zip stays "
+                   "downloadable while a newer export is built.")
     def get(self, request, public_id: str):
         evaluation = self.get_evaluation(public_id)
-        export = latest_export(evaluation)
+        images = request.query_params.get("images")
+        if images is not None and images not in IMAGE_MODES:
+            return error_response(400, "invalid_request", f'"{images}" is not an image storage; use one of '
+                                  f'{", ".join(IMAGE_MODES)}', [{"path": "images", "message": "not an image storage"}])
+        export = ready_export(evaluation, images)
         if export is None:
-            return _never_asked(public_id)
-        if export.status != DatasetExport.Status.READY:
-            document = export_document(export)
-            reason = f": {document['error']}" if document["error"] else "; poll GET …/lerobot-dataset until it is ready"
-            return error_response(409, "conflict", f"the dataset export is {document['status']}{reason}")
+            return _not_ready(public_id, latest_export(evaluation), images)
         try:
             response = ranged_file_response(request, export.file.name, content_type="application/zip")
         except FileNotFoundError:

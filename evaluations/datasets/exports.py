@@ -5,24 +5,36 @@ image per frame), so ``POST …/lerobot-dataset`` records a :class:`~evaluations
 task (``evaluations.build_dataset_export``, maintenance queue) builds it: it copies the recorded steps out of
 storage, runs :mod:`evaluations.datasets.lerobot_writer` on the lerobot venv's interpreter with the Hugging Face
 Hub turned off, zips the dataset folder and stores the zip, which ``GET …/lerobot-dataset.zip`` serves.
+
+At most one export of an evaluation is built at a time: a request for other ``images`` while one is queued or running
+is refused (409 ``export_running``, naming it), never queued behind it nor cancelling it. The newest ready export of
+each ``images`` mode is kept, so a ready zip stays downloadable while another mode builds, and asking for a mode that is
+ready answers with it instead of building again. An organization builds at most
+``settings.RLMESH_ORG_DATASET_EXPORTS_BUILDING`` exports at once (429 ``too_many_exports`` past it). An evaluation
+whose tasks recorded differently shaped features (CartPole's 4 numbers and Pendulum's 3) is refused at the request
+(409 ``features_differ``, naming the tasks and their shapes): a LeRobotDataset holds one shape per feature.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
 import zipfile
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -30,11 +42,14 @@ from ..choices import EpisodeStatus
 from ..models import DatasetExport, Episode, Evaluation
 from ..prebuilt.libero.smolvla import OFFLINE_ENV
 from ..runs import dispatch
-from .lerobot_frames import IMAGE_MODES
+from ..runtime.local import installed_python
+from .lerobot_frames import IMAGE_MODES, MappingProblem, features, header_arrays, shape_differences
 from ..runs.recording import FPS
 
 __all__ = ["ExportRefused", "IMAGE_MODES", "SETUP_SCRIPT", "build_export", "export_document", "latest_export",
-           "request_export"]
+           "ready_export", "request_export"]
+
+logger = logging.getLogger(__name__)
 
 SETUP_SCRIPT = "scripts/setup-lerobot.sh"
 #: The writer's time limit; an export running longer than this (plus a minute) is taken for lost and may be redone.
@@ -44,20 +59,22 @@ KIND = "lerobot"
 
 @dataclass
 class ExportRefused(Exception):
-    """Why an evaluation cannot be exported now: an HTTP status, an error code and words saying what to do."""
+    """Why an evaluation cannot be exported now: an HTTP status, an error code, words saying what to do, and the
+    envelope's ``details`` (``[{"path", "message", …}]``)."""
 
     status: int
     code: str
     message: str
+    details: list | None = None
 
     def __str__(self) -> str:
         return self.message
 
 
 def lerobot_python() -> str | None:
-    """The lerobot venv's interpreter (``settings.RLMESH_PYTHON_ENVS["lerobot"]``) when it is installed, else None."""
-    python = settings.RLMESH_PYTHON_ENVS.get("lerobot")
-    return python if python and Path(python).exists() else None
+    """The lerobot venv's interpreter (``settings.RLMESH_PYTHON_ENVS["lerobot"]``) when it is installed (its install
+    stamp is there: :func:`~evaluations.runtime.local.installed_python`), else None."""
+    return installed_python("lerobot")
 
 
 def recorded_episodes(evaluation: Evaluation):
@@ -82,7 +99,53 @@ def check_exportable(evaluation: Evaluation) -> None:
 
 
 def latest_export(evaluation: Evaluation) -> DatasetExport | None:
+    """The evaluation's newest export, whatever its status."""
     return evaluation.dataset_exports.filter(kind=KIND).order_by("-created_at", "-id").first()
+
+
+def ready_export(evaluation: Evaluation, images: str | None = None) -> DatasetExport | None:
+    """The evaluation's newest ready export (of ``images`` storage when given) whose zip is in storage, or None."""
+    for export in evaluation.dataset_exports.filter(kind=KIND, status=DatasetExport.Status.READY).exclude(file="") \
+            .order_by("-created_at", "-id"):
+        mode = export.meta.get("images", "image")
+        if images in (None, mode) and default_storage.exists(export.file.name):
+            return export
+    return None
+
+
+def _building() -> Q:
+    """Exports queued or running and not yet taken for lost (:func:`_lost`)."""
+    cutoff = timezone.now() - timedelta(seconds=WRITE_TIMEOUT_SECONDS + 60)
+    return (Q(kind=KIND, status__in=(DatasetExport.Status.QUEUED, DatasetExport.Status.RUNNING))
+            & (Q(started_at__gte=cutoff) | Q(started_at__isnull=True, created_at__gte=cutoff)))
+
+
+def _task_shapes(evaluation: Evaluation, images: str) -> None:
+    """Raise ExportRefused (409 ``features_differ``) when the tasks' recorded steps make differently shaped features
+    (each task's first recorded episode with a step, read from the ``.npy`` headers only)."""
+    specs: dict[int, tuple[str, dict]] = {}
+    for episode in recorded_episodes(evaluation):
+        workload = episode.workload
+        if workload.index in specs or not episode.steps:
+            continue
+        try:
+            with default_storage.open(episode.steps_file.name, "rb") as fh:
+                spec = features(header_arrays(fh), images=images)
+        except (OSError, ValueError):  # MappingProblem, a missing or unreadable file: the build says so in words
+            continue
+        specs[workload.index] = (f"tasks[{workload.index}] ({workload.env_ref} {workload.task_id})", spec)
+    if len(specs) < 2:
+        return
+    (first, spec), *rest = specs.values()
+    details = []
+    for name, other in rest:
+        for feature, (a, b) in shape_differences(spec, other).items():
+            details.append({"path": feature, "message": f"{first}: {a}; {name}: {b}"})
+    if details:
+        raise ExportRefused(409, "features_differ", "the tasks recorded differently shaped features and a LeRobot "
+                            "dataset holds one shape per feature: " + "; ".join(f"{d['path']} is {d['message']}"
+                                                                               for d in details[:6])
+                            + "; export an evaluation whose tasks share their observation and action shapes", details)
 
 
 def _lost(export: DatasetExport) -> bool:
@@ -92,17 +155,38 @@ def _lost(export: DatasetExport) -> bool:
 
 
 def request_export(evaluation: Evaluation, *, images: str = "image") -> tuple[DatasetExport, bool]:
-    """The export of ``evaluation`` with ``images`` storage: the latest one when it is ready or under way with the same
-    ``images``, else a new one, sent to a worker; ``(export, created)``. Raises ExportRefused (check_exportable), and
-    ValueError for an ``images`` mode not in IMAGE_MODES."""
+    """The export of ``evaluation`` with ``images`` storage; ``(export, created)``: the one under way when it has the
+    same ``images``, else the newest ready one of those ``images``, else a new one, sent to a worker.
+
+    Raises ExportRefused: check_exportable's; 409 ``export_running`` while an export of other ``images`` is queued or
+    running (one build per evaluation); 409 ``features_differ`` (:func:`_task_shapes`); 429 ``too_many_exports`` when
+    the organization already builds ``RLMESH_ORG_DATASET_EXPORTS_BUILDING`` exports. ValueError for an ``images`` mode
+    not in IMAGE_MODES."""
     if images not in IMAGE_MODES:
         raise ValueError(f'"{images}" is not an image storage; use one of {", ".join(IMAGE_MODES)}')
     check_exportable(evaluation)
-    latest = latest_export(evaluation)
-    if (latest is not None and latest.meta.get("images") == images and latest.status != DatasetExport.Status.FAILED
-            and not _lost(latest)):
-        return latest, False
     with transaction.atomic():
+        # Requests for one evaluation take turns here, so two of them never both see "nothing under way".
+        Evaluation.objects.select_for_update().filter(pk=evaluation.pk).exists()
+        building = evaluation.dataset_exports.filter(_building()).order_by("-created_at", "-id").first()
+        if building is not None:
+            if building.meta.get("images", "image") == images:
+                return building, False
+            raise ExportRefused(409, "export_running", f"export {building.pk} of {evaluation.public_id} "
+                                f"(images: {building.meta.get('images', 'image')}) is {building.status}; one export "
+                                "of an evaluation is built at a time: poll GET …/lerobot-dataset until it ends, then "
+                                "ask again", [{"path": "images", "message": f"export {building.pk} is {building.status}",
+                                           "id": building.pk, "status": building.status}])
+        ready = ready_export(evaluation, images)
+        if ready is not None:
+            return ready, False
+        _task_shapes(evaluation, images)
+        limit = settings.RLMESH_ORG_DATASET_EXPORTS_BUILDING
+        org_building = DatasetExport.objects.filter(_building(), evaluation__organization_id=evaluation.organization_id)
+        if org_building.count() >= limit:
+            raise ExportRefused(429, "too_many_exports", f"the organization already builds {limit} dataset "
+                                f"export{'s' if limit != 1 else ''} at once (RLMESH_ORG_DATASET_EXPORTS_BUILDING); ask "
+                                "again when one of them has ended")
         export = DatasetExport.objects.create(evaluation=evaluation, kind=KIND, meta={"images": images})
         dispatch.send_dataset_export(export.pk)
     return export, True
@@ -120,7 +204,8 @@ def export_document(export: DatasetExport) -> dict:
         "error": export.error or ("the export's worker stopped before it ended; ask again" if _lost(export) else None),
         **{key: meta.get(key) for key in ("episodes", "frames", "bytes", "features", "fps", "repoId",
                                           "lerobotVersion", "buildSeconds")},
-        "downloadUrl": reverse("evaluations-api:lerobot-dataset-zip", args=[public_id]) if ready else None,
+        "downloadUrl": (reverse("evaluations-api:lerobot-dataset-zip", args=[public_id])
+                        + f"?images={meta.get('images', 'image')}") if ready else None,
         "createdAt": export.created_at, "startedAt": export.started_at, "finishedAt": export.finished_at,
     }
 
@@ -159,10 +244,27 @@ def _write(manifest: dict, work: Path) -> dict:
            "PYTHONPATH": os.pathsep.join(p for p in (str(settings.BASE_DIR), os.environ.get("PYTHONPATH", "")) if p)}
     proc = subprocess.run([python, "-m", "evaluations.datasets.lerobot_writer", str(work / "manifest.json")],
                           env=env, cwd=str(work), capture_output=True, text=True, timeout=WRITE_TIMEOUT_SECONDS)
+    last = (proc.stdout.strip().splitlines() or [""])[-1]
+    if proc.returncode == 2 and last.startswith('{"problem"'):
+        raise MappingProblem(json.loads(last)["problem"])
     if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-12:])
-        raise RuntimeError(tail if proc.returncode == 2 else f"the LeRobot writer failed (exit {proc.returncode}):\n{tail}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        logger.error("the LeRobot writer failed (exit %s):\n%s", proc.returncode, proc.stderr[-20000:])
+        raise RuntimeError(f"the LeRobot writer failed (exit {proc.returncode}): {_user_words(proc.stderr)}; the "
+                           "worker's log has the whole traceback")
+    return json.loads(last)
+
+
+def _user_words(stderr: str) -> str:
+    """The exception a crashed writer ended with (``ModuleNotFoundError: No module named 'numpy'``), without the
+    server's paths and without the warnings libraries print on the way; "no message" when there is none."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    error = next((line for line in reversed(lines) if re.match(r"^[\w.]+(Error|Exception|Interrupt|Exit)\b", line)), "")
+    return _without_paths(error)[:500] or "no message"
+
+
+def _without_paths(text: str) -> str:
+    """``text`` with the server's file paths written ``<path>``."""
+    return re.sub(r"(?:/[^/\s'\":,]+)+/?", "<path>", text)
 
 
 def _zip(root: Path, path: Path) -> None:
@@ -201,7 +303,7 @@ def build_export(export_id: int) -> str | None:
             with open(archive, "rb") as fh:
                 stored = default_storage.save(f"datasets/{evaluation.public_id}/{archive.name}", File(fh, name=archive.name))
     except Exception as exc:  # noqa: BLE001 - the export fails, with its reason, and the worker goes on
-        DatasetExport.objects.filter(pk=export.pk).update(status=DatasetExport.Status.FAILED, error=str(exc)[:4000],
+        DatasetExport.objects.filter(pk=export.pk).update(status=DatasetExport.Status.FAILED, error=_without_paths(str(exc))[:4000],
                                                           finished_at=timezone.now())
         return DatasetExport.Status.FAILED
     evaluation.organization.add_storage(size)
@@ -214,10 +316,11 @@ def build_export(export_id: int) -> str | None:
 
 
 def _drop_older(export: DatasetExport) -> None:
-    """Delete the zips of the evaluation's earlier exports (only the latest is served) and give their bytes back to
-    the organization's quota."""
+    """Delete the zips of the evaluation's earlier exports of the same ``images`` mode (the newest ready one of each
+    mode is kept and served) and give their bytes back to the organization's quota."""
+    images = export.meta.get("images", "image")
     older = DatasetExport.objects.filter(evaluation_id=export.evaluation_id, kind=export.kind, pk__lt=export.pk).exclude(file="")
-    for old in older:
+    for old in (o for o in older if o.meta.get("images", "image") == images):
         default_storage.delete(old.file.name)
         export.evaluation.organization.add_storage(-int(old.meta.get("bytes") or 0))
         DatasetExport.objects.filter(pk=old.pk).update(file="")

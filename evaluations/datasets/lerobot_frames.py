@@ -21,11 +21,13 @@ last step) has no action and is not a frame, so an episode of ``steps`` steps ha
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["IMAGE_MODES", "INSTRUCTION_KEYS", "MappingProblem", "feature_map", "features", "frames", "instruction"]
+__all__ = ["IMAGE_MODES", "INSTRUCTION_KEYS", "MappingProblem", "feature_map", "features", "frames", "header_arrays",
+           "instruction", "shape_differences"]
 
 OBS = "obs/"
 #: How images are stored: ``image`` (PNG inside the parquet files: exact) or ``video`` (AV1 MP4, lossy, smaller).
@@ -107,6 +109,30 @@ def features(arrays: dict[str, np.ndarray], *, images: str = "image") -> dict[st
             out[name] = {"dtype": "float32", "shape": (array.shape[1],), "names": None}
     out["action"] = {"dtype": "float32", "shape": (_actions(arrays).shape[1],), "names": None}
     return {**out, **NEXT_FEATURES}
+
+
+def header_arrays(fh) -> dict[str, np.ndarray]:
+    """A recorded steps ``.npz`` (an open binary file or a path) as stand-ins of its arrays: each member's shape and
+    dtype read from its ``.npy`` header only, its values a broadcast zero (no memory, nothing decompressed past the
+    header), enough for :func:`features`. Raises ValueError for a file that is not such an ``.npz``."""
+    out = {}
+    with zipfile.ZipFile(fh) as archive:
+        for name in archive.namelist():
+            with archive.open(name) as member:
+                version = np.lib.format.read_magic(member)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, _, dtype = read(member)
+            out[name.removesuffix(".npy")] = np.broadcast_to(np.zeros((), dtype=dtype), shape)
+    return out
+
+
+def shape_differences(a: dict[str, dict], b: dict[str, dict]) -> dict[str, tuple[str, str]]:
+    """The features of two :func:`features` specs that differ: name → (``a``'s, ``b``'s) as ``"float32 (4,)"``, or
+    ``"absent"``."""
+    def spell(spec: dict | None) -> str:
+        return f"{spec['dtype']} {tuple(spec['shape'])}" if spec else "absent"
+
+    return {k: (spell(a.get(k)), spell(b.get(k))) for k in sorted({*a, *b}) if spell(a.get(k)) != spell(b.get(k))}
 
 
 def instruction(arrays: dict[str, np.ndarray]) -> str | None:

@@ -11,7 +11,8 @@ and ``extra`` (written to ``meta/rlmesh.json`` with each exported episode's ``me
 ``LeRobotDataset.create`` → ``add_frame`` per frame (:func:`evaluations.datasets.lerobot_frames.frames`) →
 ``save_episode`` per episode → ``finalize``. Nothing touches the Hugging Face Hub: the dataset is local (``root``),
 never pushed, and the caller sets ``HF_HUB_OFFLINE``. Prints one JSON line: ``{"episodes", "frames", "features",
-"skipped", "lerobotVersion"}``; exits 2 with the problem on stderr when the episodes make no dataset.
+"skipped", "lerobotVersion"}``; exits 2 with ``{"problem": words for the user}`` as that line when the episodes make
+no dataset (stdout, so the libraries' warnings on stderr never reach the user).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lerobot_frames import MappingProblem, features, frames
+from .lerobot_frames import MappingProblem, features, frames, shape_differences
 
 SIDECAR = "meta/rlmesh.json"
 
@@ -30,10 +31,6 @@ SIDECAR = "meta/rlmesh.json"
 def _load(path: str) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as npz:
         return {key: npz[key] for key in npz.files}
-
-
-def _same(a: dict, b: dict) -> bool:
-    return {k: (v["dtype"], tuple(v["shape"])) for k, v in a.items()} == {k: (v["dtype"], tuple(v["shape"])) for k, v in b.items()}
 
 
 def write(manifest: dict) -> dict:
@@ -55,9 +52,13 @@ def write(manifest: dict) -> dict:
                 repo_id=manifest["repoId"], fps=int(manifest["fps"]), features=spec, root=manifest["root"],
                 robot_type=manifest.get("robotType"), use_videos=manifest["images"] == "video", image_writer_threads=2,
             )
-        elif not _same(own, spec):
-            raise MappingProblem(f"episode {episode['meta']} has features {sorted(own)} shaped differently from the "
-                                 f"first exported episode's {sorted(spec)}; export an evaluation of one env")
+        elif differ := shape_differences(spec, own):
+            shapes = "; ".join(f"{k}: {first} vs {this}" for k, (first, this) in differ.items())
+            meta = episode["meta"]
+            where = (f"episode {meta.get('index', len(exported) + len(skipped))} of task "
+                     f"{meta.get('taskId') or episode['task']}")
+            raise MappingProblem(f"{where} is shaped differently from the first exported episode ({shapes}); one "
+                                 "dataset holds one shape per feature")
         for frame in frames(arrays, episode["task"]):
             dataset.add_frame(frame)
         dataset.save_episode()
@@ -78,7 +79,7 @@ def main(argv: list[str]) -> int:
     try:
         summary = write(manifest)
     except MappingProblem as exc:
-        print(str(exc), file=sys.stderr)
+        print(json.dumps({"problem": str(exc)}))
         return 2
     print(json.dumps(summary))
     return 0

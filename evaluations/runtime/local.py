@@ -99,6 +99,18 @@ class LocalServer(ServedEndpoint):
         return self.log_tail(lines)
 
 
+def installed_python(name: str) -> str | None:
+    """The interpreter of the venv ``settings.RLMESH_PYTHON_ENVS[name]`` (``metaworld``, ``libero``, ``lerobot``) when
+    that venv is installed, else None. Installed means its install stamp ``<venv>/.installed`` (the folder above
+    ``bin/python``) is there: scripts/venv-lib.sh writes it last, so a venv whose install is still running or broke
+    halfway (``bin/python`` present, its packages not) counts as missing."""
+    python = settings.RLMESH_PYTHON_ENVS.get(name)
+    if not python:
+        return None
+    path = Path(python)
+    return str(python) if path.exists() and (path.parent.parent / ".installed").is_file() else None
+
+
 def interpreter_for(source: str) -> tuple[str, str]:
     """``(python executable, "module:Target")`` of a trusted source.
 
@@ -112,13 +124,14 @@ def interpreter_for(source: str) -> tuple[str, str]:
     if scheme == "python":
         return sys.executable, target
     name = scheme.removeprefix("python+")
-    python = settings.RLMESH_PYTHON_ENVS.get(name)
-    if not python or not Path(python).exists():
+    python = installed_python(name)
+    if python is None:
+        configured = settings.RLMESH_PYTHON_ENVS.get(name)
         raise RuntimeBackendError(
-            f"the {name!r} Python environment is not installed ({python or 'not configured'}); "
-            f"run scripts/setup-{name}.sh on this worker host"
+            f"the {name!r} Python environment is not installed ({configured or 'not configured'}; no install stamp "
+            f".installed beside its bin/); run scripts/setup-{name}.sh on this worker host"
         )
-    return str(python), target
+    return python, target
 
 
 def serve_command(python: str, args: list[str], *, nodelay: bool) -> list[str]:

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from ..choices import WRITE_ROLES
-from ..datasets.exports import ExportRefused, latest_export, recorded_episodes, request_export
+from ..datasets.exports import ExportRefused, latest_export, ready_export, recorded_episodes, request_export
 from ..htmx import is_partial
 from ..media import ranged_file_response
 from ..models import DatasetExport, Evaluation
@@ -21,7 +21,8 @@ __all__ = ["dataset_panel_context", "lerobot_dataset_download", "lerobot_dataset
 
 def dataset_panel_context(request: HttpRequest, evaluation: Evaluation, workloads=None) -> dict:
     """``dataset_panel``: None when no episode kept its steps (nothing to export), else ``{"recorded"`` (episodes
-    with steps), ``"export"`` (the latest DatasetExport or None), ``"building"``, ``"can_write"}``. ``workloads``
+    with steps), ``"export"`` (the latest DatasetExport or None), ``"ready"`` (the newest ready one, downloadable
+    while a newer one builds, or None), ``"building"``, ``"can_write"}``. ``workloads``
     (the evaluation's, already read) spares the page a query when none asked for ``recordSteps``."""
     workloads = evaluation.workloads.all() if workloads is None else workloads
     if all(w.record_steps == "none" for w in workloads):
@@ -32,6 +33,7 @@ def dataset_panel_context(request: HttpRequest, evaluation: Evaluation, workload
     export = latest_export(evaluation)
     building = export is not None and export.status in (DatasetExport.Status.QUEUED, DatasetExport.Status.RUNNING)
     return {"dataset_panel": {"recorded": recorded, "export": export, "building": building,
+                              "ready": ready_export(evaluation) if export is not None else None,
                               "can_write": active_membership(request).role in WRITE_ROLES}}
 
 
@@ -67,10 +69,11 @@ def lerobot_dataset_export(request: HttpRequest, public_id: str) -> HttpResponse
 @login_required
 @require_safe
 def lerobot_dataset_download(request: HttpRequest, public_id: str) -> HttpResponse:
-    """The ready export's zip (range requests honoured); 404 while there is none."""
+    """The newest ready export's zip (range requests honoured), also while a newer one builds; 404 while there is
+    none."""
     evaluation = org_evaluation(request, public_id)
-    export = latest_export(evaluation)
-    if export is None or export.status != DatasetExport.Status.READY:
+    export = ready_export(evaluation)
+    if export is None:
         raise Http404("no dataset export of this evaluation is ready")
     try:
         response = ranged_file_response(request, export.file.name, content_type="application/zip")

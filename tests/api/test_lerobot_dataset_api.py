@@ -138,7 +138,7 @@ def test_record_steps_turns_libero_cameras_on_for_a_model_that_reads_none(tenant
     assert cameras(recordSteps="all", params={"cameras": "agentview"}) == "agentview"  # the task's own choice wins
 
 
-def test_a_new_ready_export_deletes_the_older_zip_and_gives_its_bytes_back(tenant_a, media):
+def test_a_new_ready_export_deletes_the_older_zip_of_its_images_and_gives_its_bytes_back(tenant_a, media):
     from django.core.files.base import ContentFile
 
     evaluation = _recorded(tenant_a, episodes_=1, max_steps=2)
@@ -147,8 +147,10 @@ def test_a_new_ready_export_deletes_the_older_zip_and_gives_its_bytes_back(tenan
     old = DatasetExport.objects.create(evaluation=evaluation, status="ready", meta={"images": "image", "bytes": 5})
     old.file.save("old.zip", ContentFile(b"12345"))
     org.add_storage(5)
-    new = DatasetExport.objects.create(evaluation=evaluation, status="ready", meta={"images": "video"})
-    exports._drop_older(new)
+    exports._drop_older(DatasetExport.objects.create(evaluation=evaluation, status="ready", meta={"images": "video"}))
+    old.refresh_from_db()
+    assert old.file and list(media.rglob("old*.zip"))  # the newest of each images mode is kept
+    exports._drop_older(DatasetExport.objects.create(evaluation=evaluation, status="ready", meta={"images": "image"}))
     old.refresh_from_db()
     assert not old.file and not list(media.rglob("old*.zip"))
     assert Organization.objects.get(pk=org.pk).storage_bytes == before

@@ -70,3 +70,15 @@ def test_a_viewer_sees_no_button_and_cannot_export(web, tenant_a, client):
     assert "dataset-panel" in page and "export-lerobot-dataset" not in page
     assert client.post(f"/evaluations/{evaluation.public_id}/lerobot-dataset/export").status_code == 403
     assert not DatasetExport.objects.exists()
+
+
+def test_the_ready_zip_stays_downloadable_while_a_newer_export_builds(web, tenant_a):
+    evaluation = _run(tenant_a, "all")
+    ready = DatasetExport.objects.create(evaluation=evaluation, status="ready",
+                                         meta={"images": "video", "episodes": 1, "frames": 5, "fps": 50})
+    ready.file.save("ready.zip", ContentFile(b"PK-ready"))
+    DatasetExport.objects.create(evaluation=evaluation, status="running", meta={"images": "image"})  # the newest
+    panel = web.get(f"/evaluations/{evaluation.public_id}/lerobot-dataset").content.decode()
+    assert 'id="download-lerobot-dataset"' in panel and 'id="dataset-building"' in panel
+    r = web.get(f"/evaluations/{evaluation.public_id}/lerobot-dataset.zip")
+    assert r.status_code == 200 and b"".join(r.streaming_content) == b"PK-ready"

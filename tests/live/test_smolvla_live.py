@@ -11,7 +11,7 @@ import pytest
 
 from tests.live.conftest import ROOT
 from tests.support.live import LivePlatform
-from tests.support.smolvla import LEROBOT_PYTHON, build_tiny_checkpoint
+from tests.support.smolvla import LEROBOT_INSTALLED, build_tiny_checkpoint
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
@@ -20,7 +20,7 @@ SEED = {"models": [{"model": "prebuilt/smolvla/libero"}],
 
 
 def _needs(live) -> None:
-    if not LEROBOT_PYTHON.exists():
+    if not LEROBOT_INSTALLED:
         pytest.fail("the LeRobot venv is missing: run scripts/setup-lerobot.sh (make test does)")
     if not (ROOT / ".venv-libero" / "bin" / "python").exists():
         pytest.fail("the LIBERO venv is missing: run scripts/setup-libero.sh (make test does)")

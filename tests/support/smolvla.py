@@ -13,9 +13,11 @@ from pathlib import Path
 
 from tests.support.live import ROOT
 
-__all__ = ["LEROBOT_PYTHON", "build_tiny_checkpoint", "lerobot_env", "run_in_lerobot"]
+__all__ = ["LEROBOT_INSTALLED", "LEROBOT_PYTHON", "build_tiny_checkpoint", "lerobot_env", "run_in_lerobot"]
 
 LEROBOT_PYTHON = ROOT / ".venv-lerobot" / "bin" / "python"
+#: The venv is installed once its install stamp is there (scripts/venv-lib.sh writes it last), as the platform checks.
+LEROBOT_INSTALLED = (ROOT / ".venv-lerobot" / ".installed").is_file() and LEROBOT_PYTHON.exists()
 #: What keeps huggingface_hub and transformers off the network in every process the tests start.
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
