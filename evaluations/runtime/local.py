@@ -103,12 +103,14 @@ def installed_python(name: str) -> str | None:
     """The interpreter of the venv ``settings.RLMESH_PYTHON_ENVS[name]`` (``metaworld``, ``libero``, ``lerobot``) when
     that venv is installed, else None. Installed means its install stamp ``<venv>/.installed`` (the folder above
     ``bin/python``) is there: scripts/venv-lib.sh writes it last, so a venv whose install is still running or broke
-    halfway (``bin/python`` present, its packages not) counts as missing."""
+    halfway (``bin/python`` present, its packages not) counts as missing. An interpreter the operator names
+    elsewhere (``RLMESH_<NAME>_PYTHON`` outside a ``.venv-<name>`` folder, a venv our scripts did not build) only has
+    to exist."""
     python = settings.RLMESH_PYTHON_ENVS.get(name)
-    if not python:
+    if not python or not Path(python).exists():
         return None
-    path = Path(python)
-    return str(python) if path.exists() and (path.parent.parent / ".installed").is_file() else None
+    ours = Path(python).parent.parent.name == f".venv-{name}"
+    return str(python) if not ours or (Path(python).parent.parent / ".installed").is_file() else None
 
 
 def interpreter_for(source: str) -> tuple[str, str]:

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db
 
 def _venv(tmp_path, settings, python_text: str | None = None, stamped: bool = True):
     """A lerobot venv folder: ``bin/python`` (this interpreter, or a script of ``python_text``) and its stamp."""
-    venv = tmp_path / "venv-lerobot"
+    venv = tmp_path / ".venv-lerobot"  # our scripts' folder name: its stamp decides
     (venv / "bin").mkdir(parents=True, exist_ok=True)
     python = venv / "bin" / "python"
     if python_text is None:
@@ -168,3 +168,9 @@ def test_a_lerobot_venv_without_its_install_stamp_is_not_installed(tenant_a, api
     (venv / ".installed").write_text("lerobot==0.4.4\n")  # scripts/venv-lib.sh writes it last
     assert interpreter_for("python+lerobot://m:T") == (str(venv / "bin" / "python"), "m:T")
     assert api.post(url, {}, format="json").status_code == 202
+    # an interpreter the operator names outside a .venv-<name> folder only has to exist
+    other = tmp_path / "lerobot-env" / "bin"
+    other.mkdir(parents=True)
+    (other / "python").symlink_to(sys.executable)
+    settings.RLMESH_PYTHON_ENVS = {**settings.RLMESH_PYTHON_ENVS, "lerobot": str(other / "python")}
+    assert interpreter_for("python+lerobot://m:T") == (str(other / "python"), "m:T")
