@@ -13,6 +13,7 @@ from ..domain import perturbations
 from ..domain.outcomes import SUCCESS_LABEL, criterion_problems
 from ..models import Organization
 from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
+from .horizons import env_horizon, step_cap_warnings
 from .limits import evaluation_caps
 from .plan import PlannedTask
 from .rendering import concurrency_cap, memory_cap_warning
@@ -188,10 +189,6 @@ def _success_warnings(task: dict, criterion: dict | None, env: ResolvedImage, pa
             'info["is_success"], episodes have no success verdict and the success rate is null ("success '
             'undefined"); returns are still scored')
         return
-    horizon = criterion.get("steps") if criterion.get("kind") == "survived" else None
-    if horizon and task.get("maxSteps") and task["maxSteps"] < horizon:
-        warnings.append(f"{path}.maxSteps: {task['maxSteps']} is below the {horizon} steps {task['taskId']} must "
-                        "survive to succeed; every episode will count as a failure")
 
 
 def _resolve_env(ref: str, organization: Organization, memo: dict) -> ResolvedImage:
@@ -255,9 +252,11 @@ def _check_task(i: int, task: dict, organization: Organization, errors: list[dic
     errors.extend(check_params(task.get("params") or {}, env, scenario, f"{path}.params"))
     criterion = success_criterion(task, env, scenario)
     _success_warnings(task, criterion, env, path, warnings)
-    own_cap = int((scenario or {}).get("maxSteps") or 0)
+    kwargs = env_kwargs(scenario, perturbation, task.get("params"))
+    warnings.extend(step_cap_warnings(task, criterion, scenario, kwargs, path))
+    own_cap = env_horizon(scenario, kwargs)
     if own_cap and task.get("maxSteps") and task["maxSteps"] > own_cap:
-        warnings.append(f"{path}.maxSteps: {task['maxSteps']} is above the {own_cap} steps {scenario['id']} ends its "
+        warnings.append(f"{path}.maxSteps: {task['maxSteps']} is above the {own_cap} steps {task['taskId']} ends its "
                         f"episodes at (the env's own limit); episodes are truncated at {own_cap}")
     problem = _env_perturbation_problem(perturbation, env, scenario)
     if problem:
