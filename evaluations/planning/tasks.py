@@ -18,7 +18,7 @@ from .limits import evaluation_caps
 from .plan import PlannedTask
 from .rendering import concurrency_cap, memory_cap_warning
 
-__all__ = ["check_tasks", "find_scenario", "parse_record", "success_criterion"]
+__all__ = ["check_tasks", "find_scenario", "overlap_warnings", "parse_record", "success_criterion"]
 
 _RECORD = re.compile(r"^first:([1-9][0-9]{0,5})$")
 _PARAM_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
@@ -282,6 +282,26 @@ def check_tasks(tasks: list[dict], *, models: int, organization: Organization, e
     """Check every task (schema-valid dicts) and the evaluation-wide caps for ``models`` models; append problems to
     ``errors``/``warnings``; return the tasks that passed their own checks."""
     envs: dict = {}
-    planned = [t for i, task in enumerate(tasks) if (t := _check_task(i, task, organization, errors, warnings, envs))]
+    checked = [(i, t) for i, task in enumerate(tasks) if (t := _check_task(i, task, organization, errors, warnings, envs))]
+    warnings.extend(overlap_warnings(checked))
     errors += evaluation_caps(models, len(tasks), sum(t["episodes"] for t in tasks))
-    return planned
+    return [t for _, t in checked]
+
+
+def overlap_warnings(checked: list[tuple[int, PlannedTask]]) -> list[str]:
+    """Warnings for tasks (``(request index, task)``) that repeat an earlier one: the same env version, scenario,
+    make kwargs (``params``) and perturbation with overlapping seed ranges run the same episodes again for every
+    model; scores pool them, so their interval counts the copies as independent evidence."""
+    out, seen = [], []
+    for i, t in checked:
+        key = (t.env.version.pk, t.task_id, json.dumps(t.env_kwargs, sort_keys=True, default=str), t.perturbation)
+        for j, other_key, first, last in seen:
+            lo, hi = max(first, t.seed), min(last, t.seed + t.episodes - 1)
+            if other_key == key and lo <= hi:
+                out.append(f"tasks[{i}]: repeats tasks[{j}] ({t.task_id}, same env, params and perturbation) on seeds "
+                           f"{lo}–{hi}: {'those ' + str(hi - lo + 1) + ' episodes run' if hi > lo else 'that episode runs'} again with the same seeds for every model, and "
+                           "scores pool both entries, so the success rate's interval treats the copies as independent "
+                           "episodes and is narrower than the data supports; use another seed range or more episodes")
+                break
+        seen.append((i, key, t.seed, t.seed + t.episodes - 1))
+    return out
