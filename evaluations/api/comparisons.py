@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from ..reports.comparisons import ALPHA, SideError, compare_sides, resolve_side
 from .base import OrgScopedView
-from .pagination import query_value
+from .pagination import decimal_number, query_value
 from .serializers import ComparisonSerializer, errors
 
 __all__ = ["ComparisonView"]
@@ -23,11 +21,8 @@ def _alpha(request) -> float:
     raw = query_value(request, "alpha")
     if raw is None:
         return ALPHA
-    try:
-        alpha = float(raw)
-    except ValueError:
-        alpha = math.nan
-    if not 0 < alpha <= 0.5:  # also refuses nan
+    alpha = decimal_number(raw)
+    if alpha is None or not 0 < alpha <= 0.5:  # also refuses nan
         raise ValidationError({"alpha": ["must be a number in (0, 0.5]"]})
     return alpha
 

@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Q
 from rest_framework.exceptions import ValidationError
 
-__all__ = ["CURSOR_PATTERNS", "decode_cursor", "encode_cursor", "newest_first_page", "page_limit", "query_value", "take_page"]
+__all__ = ["CURSOR_PATTERNS", "decimal_number", "decode_cursor", "encode_cursor", "newest_first_page", "page_limit", "query_value",
+           "take_page", "whole_number"]
 
 #: The message of a cursor that does not decode, naming the field the list answered with (``nextCursor`` on /v1,
 #: ``next_cursor`` on the snake_case /agents family).
@@ -47,6 +48,28 @@ def query_value(request, name: str) -> str | None:
     return request.query_params.get(name) or None
 
 
+#: A whole number as the schema's ``integer`` means it: ASCII digits only. Python's ``int()`` also reads ``1_0``,
+#: ``+1``, `` 1`` and other scripts' digits (full-width ``１``), which are not integers on the wire.
+_WHOLE = re.compile(r"[0-9]+", flags=re.ASCII)
+#: A decimal number as JSON writes one (no sign, since no number parameter is negative): what ``float()`` reads
+#: beyond it (``0_1``, ``inf``, `` .1``, other scripts' digits) is refused.
+_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?", flags=re.ASCII)
+
+
+def whole_number(raw: str) -> int | None:
+    """``raw`` as a non-negative int when it is ASCII digits only, else None (the caller answers 400); more than 18
+    significant digits read as 10**18 (every cap is below it; ``int()`` refuses past 4,300 digits)."""
+    if not _WHOLE.fullmatch(raw):
+        return None
+    digits = raw.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 10**18
+
+
+def decimal_number(raw: str) -> float | None:
+    """``raw`` as a float when it is a plain unsigned decimal (``0.05``, ``5e-2``), else None."""
+    return float(raw) if _DECIMAL.fullmatch(raw) else None
+
+
 def page_limit(request, *, default: int, maximum: int) -> int:
     """``?limit=``: absent → ``default``; a whole number from 1 up, and a larger one than ``maximum`` is served as
     ``maximum`` (the page then says ``nextCursor``); empty is absent. 0, a negative number or a non-integer is a 400 on ``limit``
@@ -54,11 +77,8 @@ def page_limit(request, *, default: int, maximum: int) -> int:
     raw = query_value(request, "limit")
     if raw is None:
         return default
-    try:
-        limit = int(raw)
-    except ValueError:
-        limit = 0
-    if limit < 1:
+    limit = whole_number(raw)
+    if limit is None or limit < 1:
         raise ValidationError({"limit": [f"must be a whole number from 1 to {maximum} (got {raw!r}); larger values "
                                          f"are served as {maximum}, absent means {default}"]})
     return min(limit, maximum)

@@ -379,6 +379,7 @@ class TestList:
         one = api.get("/v1/evaluations?limit=1").json()
         assert len(one["items"]) == 1 and one["nextCursor"]
         assert len(api.get("/v1/evaluations?limit=100000").json()["items"]) == 2
+        assert len(api.get(f"/v1/evaluations?limit={'9' * 5000}").json()["items"]) == 2  # past int()'s 4,300 digits
         assert len(api.get("/v1/evaluations").json()["items"]) == 2
 
 
