@@ -51,6 +51,10 @@ class ComparisonView(OrgScopedView):
     )
     def get(self, request):
         alpha = _alpha(request)
+        missing = {p: [f"`{p}` is required: eval_… (an evaluation with one model) or eval_…:<model>"]
+                   for p in ("a", "b") if not (query_value(request, p) or "").strip()}
+        if missing:  # before resolving the other side: its problems are not what is wrong
+            raise ValidationError(missing)
         sides = []
         for param in ("a", "b"):
             try:

@@ -140,8 +140,9 @@ def _unknown_scenario(env: ResolvedImage, task_id: str) -> str:
         listed = ", ".join(f"{b} ({n})" for b, n in sizes.items())
         return f'{head}: it has no benchmark "{benchmark}" (benchmarks: {listed}){hint}'
     n = sizes[benchmark]
-    why = (" (write the index without leading zeros)" if rest.isdigit() else
-           " (indexes count from 0)" if rest.startswith("-") else "")
+    digits = rest.isascii() and rest.isdigit()
+    why = (" (write the index without leading zeros)" if digits and len(rest) > 1 and rest.startswith("0") else
+           f" ({rest} is past the last)" if digits else " (indexes count from 0)" if rest.startswith("-") else "")
     named = [i for i in ids if i.startswith(benchmark + "/") and not i.split("/", 1)[1].isdigit()]
     by_id = f"; or a scenario id: {', '.join(named[:8])}{', …' if len(named) > 8 else ''}" if named else ""
     return f"{head}: {benchmark} has {n} scenarios, indexes 0–{n - 1}{why}{by_id}"
@@ -216,8 +217,13 @@ def _env_perturbation_problem(perturbation: perturbations.Perturbation, env: Res
                 "(driver-side perturbations work everywhere: obs_noise, action_noise, action_repeat, action_delay)")
     supported = (scenario or {}).get("perturbations")
     if supported is not None and perturbation.label not in supported:
-        return (f"{env.reference} {scenario['id']} does not ship {perturbation.label} "
-                f"(it supports: {', '.join(supported) or 'no env-side perturbation'})")
+        benchmark = scenario["id"].split("/", 1)[0]
+        if not supported:
+            return (f"{env.reference} {scenario['id']} does not ship {perturbation.label}: {benchmark} supports no "
+                    "env-side perturbation (driver-side ones work everywhere: obs_noise, action_noise, action_repeat, "
+                    "action_delay)")
+        return (f"{env.reference} {scenario['id']} does not ship {perturbation.label}: {benchmark} supports "
+                f"{', '.join(supported)}")
     return None
 
 
