@@ -6,9 +6,9 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
-from ..reports.comparisons import ALPHA, SideError, compare_sides, resolve_side
+from ..reports.comparisons import SideError, compare_sides, parse_alpha, resolve_side
 from .base import OrgScopedView
-from .pagination import decimal_number, query_value
+from .pagination import query_value
 from .serializers import ComparisonSerializer, errors
 
 __all__ = ["ComparisonView"]
@@ -18,13 +18,10 @@ _SIDE = ("eval_… (an evaluation with one model) or eval_…:<model reference> 
 
 
 def _alpha(request) -> float:
-    raw = query_value(request, "alpha")
-    if raw is None:
-        return ALPHA
-    alpha = decimal_number(raw)
-    if alpha is None or not 0 < alpha <= 0.5:  # also refuses nan
-        raise ValidationError({"alpha": ["must be a number in (0, 0.5]"]})
-    return alpha
+    try:
+        return parse_alpha(query_value(request, "alpha"))
+    except ValueError as exc:
+        raise ValidationError({"alpha": [str(exc)]}) from None
 
 
 class ComparisonView(OrgScopedView):

@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Q
 from rest_framework.exceptions import ValidationError
 
-__all__ = ["CURSOR_PATTERNS", "decimal_number", "decode_cursor", "encode_cursor", "newest_first_page", "page_limit", "query_value",
-           "take_page", "whole_number"]
+from ..domain.numbers import whole_number
+
+__all__ = ["CURSOR_PATTERNS", "decode_cursor", "encode_cursor", "newest_first_page", "page_limit", "query_value", "take_page"]
 
 #: The message of a cursor that does not decode, naming the field the list answered with (``nextCursor`` on /v1,
 #: ``next_cursor`` on the snake_case /agents family).
@@ -46,28 +47,6 @@ def query_value(request, name: str) -> str | None:
     """The query parameter ``name``, None when it is absent or empty: across the API an empty value means the
     parameter is unset (as the dashboard's filter bar sends an unset select or text box)."""
     return request.query_params.get(name) or None
-
-
-#: A whole number as the schema's ``integer`` means it: ASCII digits only. Python's ``int()`` also reads ``1_0``,
-#: ``+1``, `` 1`` and other scripts' digits (full-width ``１``), which are not integers on the wire.
-_WHOLE = re.compile(r"[0-9]+", flags=re.ASCII)
-#: A decimal number as JSON writes one (no sign, since no number parameter is negative): what ``float()`` reads
-#: beyond it (``0_1``, ``inf``, `` .1``, other scripts' digits) is refused.
-_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?", flags=re.ASCII)
-
-
-def whole_number(raw: str) -> int | None:
-    """``raw`` as a non-negative int when it is ASCII digits only, else None (the caller answers 400); more than 18
-    significant digits read as 10**18 (every cap is below it; ``int()`` refuses past 4,300 digits)."""
-    if not _WHOLE.fullmatch(raw):
-        return None
-    digits = raw.lstrip("0") or "0"
-    return int(digits) if len(digits) <= 18 else 10**18
-
-
-def decimal_number(raw: str) -> float | None:
-    """``raw`` as a float when it is a plain unsigned decimal (``0.05``, ``5e-2``), else None."""
-    return float(raw) if _DECIMAL.fullmatch(raw) else None
 
 
 def page_limit(request, *, default: int, maximum: int) -> int:
