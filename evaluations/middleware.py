@@ -41,8 +41,10 @@ class LengthRequiredMiddleware:
                 and not request.META.get("CONTENT_LENGTH")):
             _drain(request)
             if any(request.path == root or request.path.startswith(root + "/") for root in JSON_ROOTS):
+                from .api.exceptions import docs_url  # the API's modules load after the middleware's
+
                 body = {"error": {"code": "length_required", "message": self.MESSAGE,
-                                  "details": [{"path": "$", "message": self.MESSAGE}]}}
+                                  "details": [{"path": "$", "message": self.MESSAGE}], "docs": docs_url("length_required")}}
                 return JsonResponse(body, status=411)
             return HttpResponse(self.MESSAGE, status=411, content_type="text/plain; charset=utf-8")
         return self.get_response(request)

@@ -102,7 +102,7 @@ def test_preview_and_submit_refuse_an_incompatible_pair_naming_both_sides(api):
         r = api.post(url, body, format="json")
         assert r.status_code == 400, r.content
         details = r.json()["error"]["details"]
-        assert [d["path"] for d in details] == ["models[1].model"]
+        assert [d["path"] for d in details] == ["models[1]"]
         assert "a/camera-policy" in details[0]["message"] and "a/reach" in details[0]["message"]
         assert "image/primary" in details[0]["message"]
     body["models"] = ["a/reach-policy"]

@@ -241,6 +241,23 @@ def test_cancellation_is_honoured_between_episodes(tenant_a):
     assert calls == [0] and evaluation.status == EvaluationStatus.CANCELLED and len(episodes(evaluation)) == 1
 
 
+def test_a_cancellation_during_server_start_up_runs_no_episode(tenant_a, monkeypatch):
+    """Field case: cancelled at 08:36:05 while the env started (ready 08:36:30), episode 0 still ran 91 steps."""
+    evaluation = create(tenant_a, cartpole_request())
+    (shard,) = Shard.objects.filter(evaluation=evaluation)
+    original = execution.ShardRunner.ensure_servers
+
+    def start_while_cancelled(self):
+        original(self)  # the servers really start; the cancellation arrives while they do
+        svc.cancel_evaluation(Evaluation.objects.get(pk=evaluation.pk))
+
+    monkeypatch.setattr(execution.ShardRunner, "ensure_servers", start_while_cancelled)
+    assert execution.run_shard(shard.pk) == ShardStatus.CANCELLED
+    evaluation.refresh_from_db()
+    assert evaluation.status == EvaluationStatus.CANCELLED and episodes(evaluation) == []
+    assert evaluation.completed_episodes == 0
+
+
 def test_reaper_requeues_shards_of_dead_workers_and_fails_after_max_attempts(
     tenant_a, monkeypatch, settings, django_capture_on_commit_callbacks
 ):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
-from ..reports.comparisons import ALPHA, SideError, compare_sides, resolve_side
+from ..reports.comparisons import SideError, compare_sides, parse_alpha, resolve_side
 from .base import OrgScopedView
 from .pagination import query_value
 from .serializers import ComparisonSerializer, errors
@@ -20,16 +18,10 @@ _SIDE = ("eval_… (an evaluation with one model) or eval_…:<model reference> 
 
 
 def _alpha(request) -> float:
-    raw = query_value(request, "alpha")
-    if raw is None:
-        return ALPHA
     try:
-        alpha = float(raw)
-    except ValueError:
-        alpha = math.nan
-    if not 0 < alpha <= 0.5:  # also refuses nan
-        raise ValidationError({"alpha": ["must be a number in (0, 0.5]"]})
-    return alpha
+        return parse_alpha(query_value(request, "alpha"))
+    except ValueError as exc:
+        raise ValidationError({"alpha": [str(exc)]}) from None
 
 
 class ComparisonView(OrgScopedView):
@@ -56,6 +48,10 @@ class ComparisonView(OrgScopedView):
     )
     def get(self, request):
         alpha = _alpha(request)
+        missing = {p: [f"`{p}` is required: eval_… (an evaluation with one model) or eval_…:<model>"]
+                   for p in ("a", "b") if not (query_value(request, p) or "").strip()}
+        if missing:  # before resolving the other side: its problems are not what is wrong
+            raise ValidationError(missing)
         sides = []
         for param in ("a", "b"):
             try:

@@ -22,6 +22,7 @@ DOCS_PAGES = {
     "invalid_request": "using/request/",
     "parse_error": "using/request/",
     "length_required": "using/request/",
+    "unsupported_media_type": "using/request/",
     "payload_too_large": "using/request/",
     "invalid_reference": "using/images/",
     "unauthenticated": "using/cli-login/",
@@ -79,7 +80,9 @@ def exception_handler(exc, context):
         code = "unauthenticated"
     elif response.status_code == status.HTTP_403_FORBIDDEN:
         code = "forbidden"
-    return error_response(response.status_code, str(code), str(detail), headers=_auth_headers(response))
+    # An exception may name a page of its own (``docs_page``: an import's 415 is explained on the imports page).
+    return error_response(response.status_code, str(code), str(detail), headers=_auth_headers(response),
+                          docs=getattr(exc, "docs_page", None))
 
 
 def _auth_headers(response) -> dict:

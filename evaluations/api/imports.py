@@ -6,7 +6,7 @@ from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import parsers, serializers, status
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
@@ -19,6 +19,20 @@ from .parsers import OctetStreamZipBodyParser, PayloadTooLarge, ZipBodyParser
 from .serializers import EvaluationDetailSerializer, errors
 
 __all__ = ["EvaluationImportView"]
+
+#: What the import takes, said by its 415 (DRF's own says only which type it refused).
+ACCEPTED = ('send the bundle as multipart/form-data with the .zip in the file field "bundle" (optional field "name"), '
+            "or as the raw body with Content-Type: application/zip (optional ?name=)")
+
+
+class _NotABundle(UnsupportedMediaType):
+    """A 415 that says what the import accepts, linking the imports page of the manual."""
+
+    docs_page = "using/imports/"
+
+    def __init__(self, detail):
+        media_type = str(detail).split('"')[1] if str(detail).count('"') >= 2 else "this Content-Type"
+        super().__init__(media_type, detail=f"{ACCEPTED}; {media_type} is not a bundle")
 
 class EvaluationImportView(OrgScopedView):
     """Members and above import bundles; viewers get 403 (``IsOrganizationMember``)."""
@@ -57,6 +71,8 @@ class EvaluationImportView(OrgScopedView):
             raise PayloadTooLarge(f"request body is {length} bytes; the limit for a bundle is {limit} (RLMESH_IMPORT_MAX_BYTES)")
         try:
             data = request.data
+        except UnsupportedMediaType as exc:
+            raise _NotABundle(exc.detail) from None
         except ParseError as exc:
             raise RequestInvalid([{"path": "bundle", "message": f"the upload could not be read: {exc.detail}"}]) from None
         raw_upload = hasattr(data, "read")

@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Q
 from rest_framework.exceptions import ValidationError
 
+from ..domain.numbers import whole_number
+
 __all__ = ["CURSOR_PATTERNS", "decode_cursor", "encode_cursor", "newest_first_page", "page_limit", "query_value", "take_page"]
 
 #: The message of a cursor that does not decode, naming the field the list answered with (``nextCursor`` on /v1,
@@ -54,11 +56,8 @@ def page_limit(request, *, default: int, maximum: int) -> int:
     raw = query_value(request, "limit")
     if raw is None:
         return default
-    try:
-        limit = int(raw)
-    except ValueError:
-        limit = 0
-    if limit < 1:
+    limit = whole_number(raw)
+    if limit is None or limit < 1:
         raise ValidationError({"limit": [f"must be a whole number from 1 to {maximum} (got {raw!r}); larger values "
                                          f"are served as {maximum}, absent means {default}"]})
     return min(limit, maximum)

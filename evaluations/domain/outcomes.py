@@ -80,8 +80,13 @@ def criterion_problems(value) -> list[tuple[str, str]]:
         return [(".kind", f"must be one of {', '.join(CRITERION_KINDS)}, got {kind!r}")]
     problems = [(f".{k}", f'is not a field of a success criterion ({", ".join(sorted(_CRITERION_FIELDS))})')
                 for k in value if k not in _CRITERION_FIELDS]
-    if kind == "return_at_least" and not _is_number(value.get("threshold")):
+    if kind == "return_at_least" and value.get("threshold") is None:
         problems.append((".threshold", "is required for return_at_least: a finite number"))
+    elif kind == "return_at_least" and not _is_number(value["threshold"]):
+        given = value["threshold"]
+        what = (f"a string ({given[:20]!r})" if isinstance(given, str) else "a boolean" if isinstance(given, bool)
+                else f"{given!r}" if isinstance(given, float) else f"a JSON {type(given).__name__}")
+        problems.append((".threshold", f"must be a finite number such as 200 (without quotes), got {what}"))
     if "threshold" in value and kind != "return_at_least":
         problems.append((".threshold", f"applies to return_at_least only, not {kind}"))
     steps = value.get("steps")

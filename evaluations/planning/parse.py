@@ -51,9 +51,15 @@ class RequestInvalid(Exception):
 
 
 def model_path(data: dict, index: int) -> str:
-    """The JSON path of model ``index``'s reference as the request wrote it: ``models[i].model``, or ``model.model``
-    for the one-model shorthand."""
-    return f"models[{index}].model" if "models" in data else "model.model"
+    """The JSON path of model ``index``'s reference as the request wrote it: ``models[i]`` (or ``model``, the
+    one-model shorthand) when the entry is the reference string itself, ``models[i].model`` (``model.model``) when
+    it is an object holding it."""
+    if "models" in data:
+        entries = data["models"] if isinstance(data["models"], list) else []
+        entry, path = (entries[index] if index < len(entries) else None), f"models[{index}]"
+    else:
+        entry, path = data.get("model"), "model"
+    return path if isinstance(entry, str) else f"{path}.model"
 
 
 def _reject_constant(name: str):
@@ -71,11 +77,33 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     return obj
 
 
+#: The largest seed a task takes (``tasks[i].seed``: 0 to 2**62, so every episode's ``seed + i`` fits a bigint).
+MAX_SEED = 2**62
+#: Digits past which a JSON integer is not converted (Python refuses past 4,300; no field takes more than 19).
+_MAX_INT_DIGITS = 100
+
+
+class TooLongInteger(int):
+    """A JSON integer of more than ``_MAX_INT_DIGITS`` digits, kept as its digit count (``digits``) so the check of
+    the parsed body can refuse it at its path (``json.loads`` would fail without one)."""
+
+    digits: int
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits <= _MAX_INT_DIGITS:
+        return int(text)
+    value = TooLongInteger(-1 if text.startswith("-") else 1)
+    value.digits = digits
+    return value
+
+
 def loads_strict(text: str):
     """``json.loads`` that refuses NaN/Infinity and a key repeated within one object (ValueError naming it), besides
     the usual JSONDecodeError/RecursionError. The raw body is stored and shown as submitted, so it must mean one
     thing to every reader (RFC 8259 §4: names SHOULD be unique)."""
-    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys, parse_int=_parse_int)
 
 
 def parse_request_body(body: bytes) -> dict:
@@ -117,13 +145,17 @@ def _string_problem(text: str) -> str | None:
 
 
 def check_json_values(data) -> dict | None:
-    """First problem in a parsed JSON value, or None: nesting deeper than ``MAX_JSON_DEPTH``, or a string or key that is
+    """First problem in a parsed JSON value, or None: nesting deeper than ``MAX_JSON_DEPTH``, an integer of more than
+    100 digits (:class:`TooLongInteger`), or a string or key that is
     not valid Unicode or holds a NUL (which PostgreSQL cannot store: both databases refuse it alike)."""
     stack = [(data, "", 0)]
     while stack:
         value, path, depth = stack.pop()
         if depth > MAX_JSON_DEPTH:
             return {"path": path or "$", "message": f"nests deeper than {MAX_JSON_DEPTH} levels"}
+        if isinstance(value, TooLongInteger):
+            return {"path": path or "$", "message": f"is a whole number of {value.digits} digits, larger than any field "
+                    f"of a request takes (a seed is a whole number from 0 to {MAX_SEED}, 2**62; counts are capped lower)"}
         if isinstance(value, str):
             problem = _string_problem(value)
             if problem:

@@ -14,6 +14,7 @@ from ..domain.sample_sizes import sample_size_estimate
 from ..domain.scoring import split_task_id
 from ..prebuilt.catalog import declared_pace
 from ..services.catalog import ResolvedImage
+from .horizons import env_horizon
 from .rendering import concurrency_cap, observation_kwargs
 
 __all__ = ["Plan", "PlannedModel", "PlannedTask", "PlannedWorkload", "shard_ranges"]
@@ -156,14 +157,7 @@ class PlannedTask:
     def step_limit(self) -> int:
         """Steps an episode may take at most: ``max_steps``, else the env's own limit (Gymnasium's time limits for
         the classic scenarios, Meta-World's 500; an unknown env counts 1,000)."""
-        if self.max_steps:
-            return self.max_steps
-        if self.scenario and self.scenario.get("maxSteps"):
-            return int(self.scenario["maxSteps"])
-        if "task" in self.env_kwargs and "benchmark" in self.env_kwargs:
-            return 500
-        return {"CartPole-v1": 500, "MountainCar-v0": 200, "Acrobot-v1": 500, "Pendulum-v1": 200}.get(
-            self.env_kwargs.get("env_id", ""), 1000)
+        return self.max_steps or env_horizon(self.scenario, self.env_kwargs) or 1000
 
     @property
     def recorded_episodes(self) -> int:

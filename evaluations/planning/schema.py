@@ -14,6 +14,7 @@ from rest_framework import serializers
 
 from ..domain.outcomes import CRITERION_KINDS, criterion_problems
 from ..domain.text import display_text_problem, quoted
+from .parse import MAX_SEED
 
 __all__ = [
     "EvaluationRequestSerializer",
@@ -123,7 +124,7 @@ class TaskSerializer(serializers.Serializer):
     )
     episodes = StrictIntegerField(min_value=1, help_text="Number of episodes (≥ 1; capped by the server).")
     seed = StrictIntegerField(
-        required=False, default=0, min_value=0, max_value=2**62,
+        required=False, default=0, min_value=0, max_value=MAX_SEED,
         help_text="Base seed: episode i runs with seed `seed + i`, however the task is split across workers.",
     )
     workers = StrictIntegerField(

@@ -13,11 +13,12 @@ from ..domain import perturbations
 from ..domain.outcomes import SUCCESS_LABEL, criterion_problems
 from ..models import Organization
 from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
+from .horizons import env_horizon, step_cap_warnings
 from .limits import evaluation_caps
 from .plan import PlannedTask
 from .rendering import concurrency_cap, memory_cap_warning
 
-__all__ = ["check_tasks", "find_scenario", "parse_record", "success_criterion"]
+__all__ = ["check_tasks", "find_scenario", "overlap_warnings", "parse_record", "success_criterion"]
 
 _RECORD = re.compile(r"^first:([1-9][0-9]{0,5})$")
 _PARAM_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
@@ -139,8 +140,9 @@ def _unknown_scenario(env: ResolvedImage, task_id: str) -> str:
         listed = ", ".join(f"{b} ({n})" for b, n in sizes.items())
         return f'{head}: it has no benchmark "{benchmark}" (benchmarks: {listed}){hint}'
     n = sizes[benchmark]
-    why = (" (write the index without leading zeros)" if rest.isdigit() else
-           " (indexes count from 0)" if rest.startswith("-") else "")
+    digits = rest.isascii() and rest.isdigit()
+    why = (" (write the index without leading zeros)" if digits and len(rest) > 1 and rest.startswith("0") else
+           f" ({rest} is past the last)" if digits else " (indexes count from 0)" if rest.startswith("-") else "")
     named = [i for i in ids if i.startswith(benchmark + "/") and not i.split("/", 1)[1].isdigit()]
     by_id = f"; or a scenario id: {', '.join(named[:8])}{', …' if len(named) > 8 else ''}" if named else ""
     return f"{head}: {benchmark} has {n} scenarios, indexes 0–{n - 1}{why}{by_id}"
@@ -188,10 +190,6 @@ def _success_warnings(task: dict, criterion: dict | None, env: ResolvedImage, pa
             'info["is_success"], episodes have no success verdict and the success rate is null ("success '
             'undefined"); returns are still scored')
         return
-    horizon = criterion.get("steps") if criterion.get("kind") == "survived" else None
-    if horizon and task.get("maxSteps") and task["maxSteps"] < horizon:
-        warnings.append(f"{path}.maxSteps: {task['maxSteps']} is below the {horizon} steps {task['taskId']} must "
-                        "survive to succeed; every episode will count as a failure")
 
 
 def _resolve_env(ref: str, organization: Organization, memo: dict) -> ResolvedImage:
@@ -219,8 +217,13 @@ def _env_perturbation_problem(perturbation: perturbations.Perturbation, env: Res
                 "(driver-side perturbations work everywhere: obs_noise, action_noise, action_repeat, action_delay)")
     supported = (scenario or {}).get("perturbations")
     if supported is not None and perturbation.label not in supported:
-        return (f"{env.reference} {scenario['id']} does not ship {perturbation.label} "
-                f"(it supports: {', '.join(supported) or 'no env-side perturbation'})")
+        benchmark = scenario["id"].split("/", 1)[0]
+        if not supported:
+            return (f"{env.reference} {scenario['id']} does not ship {perturbation.label}: {benchmark} supports no "
+                    "env-side perturbation (driver-side ones work everywhere: obs_noise, action_noise, action_repeat, "
+                    "action_delay)")
+        return (f"{env.reference} {scenario['id']} does not ship {perturbation.label}: {benchmark} supports "
+                f"{', '.join(supported)}")
     return None
 
 
@@ -255,9 +258,11 @@ def _check_task(i: int, task: dict, organization: Organization, errors: list[dic
     errors.extend(check_params(task.get("params") or {}, env, scenario, f"{path}.params"))
     criterion = success_criterion(task, env, scenario)
     _success_warnings(task, criterion, env, path, warnings)
-    own_cap = int((scenario or {}).get("maxSteps") or 0)
+    kwargs = env_kwargs(scenario, perturbation, task.get("params"))
+    warnings.extend(step_cap_warnings(task, criterion, scenario, kwargs, path))
+    own_cap = env_horizon(scenario, kwargs)
     if own_cap and task.get("maxSteps") and task["maxSteps"] > own_cap:
-        warnings.append(f"{path}.maxSteps: {task['maxSteps']} is above the {own_cap} steps {scenario['id']} ends its "
+        warnings.append(f"{path}.maxSteps: {task['maxSteps']} is above the {own_cap} steps {task['taskId']} ends its "
                         f"episodes at (the env's own limit); episodes are truncated at {own_cap}")
     problem = _env_perturbation_problem(perturbation, env, scenario)
     if problem:
@@ -283,6 +288,26 @@ def check_tasks(tasks: list[dict], *, models: int, organization: Organization, e
     """Check every task (schema-valid dicts) and the evaluation-wide caps for ``models`` models; append problems to
     ``errors``/``warnings``; return the tasks that passed their own checks."""
     envs: dict = {}
-    planned = [t for i, task in enumerate(tasks) if (t := _check_task(i, task, organization, errors, warnings, envs))]
+    checked = [(i, t) for i, task in enumerate(tasks) if (t := _check_task(i, task, organization, errors, warnings, envs))]
+    warnings.extend(overlap_warnings(checked))
     errors += evaluation_caps(models, len(tasks), sum(t["episodes"] for t in tasks))
-    return planned
+    return [t for _, t in checked]
+
+
+def overlap_warnings(checked: list[tuple[int, PlannedTask]]) -> list[str]:
+    """Warnings for tasks (``(request index, task)``) that repeat an earlier one: the same env version, scenario,
+    make kwargs (``params``) and perturbation with overlapping seed ranges run the same episodes again for every
+    model; scores pool them, so their interval counts the copies as independent evidence."""
+    out, seen = [], []
+    for i, t in checked:
+        key = (t.env.version.pk, t.task_id, json.dumps(t.env_kwargs, sort_keys=True, default=str), t.perturbation)
+        for j, other_key, first, last in seen:
+            lo, hi = max(first, t.seed), min(last, t.seed + t.episodes - 1)
+            if other_key == key and lo <= hi:
+                out.append(f"tasks[{i}]: repeats tasks[{j}] ({t.task_id}, same env, params and perturbation) on seeds "
+                           f"{lo}–{hi}: {'those ' + str(hi - lo + 1) + ' episodes run' if hi > lo else 'that episode runs'} again with the same seeds for every model, and "
+                           "scores pool both entries, so the success rate's interval treats the copies as independent "
+                           "episodes and is narrower than the data supports; use another seed range or more episodes")
+                break
+        seen.append((i, key, t.seed, t.seed + t.episodes - 1))
+    return out

@@ -15,7 +15,7 @@ from pathlib import Path
 import rlmesh
 
 from .describing import describe_source  # noqa: F401 - services.catalog describes through the catalog
-from .envs import CLASSIC_CRITERIA, CLASSIC_SCENARIOS
+from .envs import CLASSIC_CRITERIA, CLASSIC_REWARD_RANGES, CLASSIC_SCENARIOS
 from .libero import ENV_MEMORY_BYTES as LIBERO_ENV_BYTES
 from .libero.smolvla import DOCS_PAGE as SMOLVLA_DOCS
 
@@ -152,6 +152,7 @@ def _classic_scenarios() -> list[dict]:
             "name": name,
             "params": {"env_id": env_id},
             "success": CLASSIC_CRITERIA[env_id],
+            **({"rewardRange": list(CLASSIC_REWARD_RANGES[env_id])} if env_id in CLASSIC_REWARD_RANGES else {}),
         }
         for env_id, name in CLASSIC_SCENARIOS.items()
     ]

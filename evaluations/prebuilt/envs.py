@@ -36,6 +36,11 @@ CLASSIC_CRITERIA: dict[str, dict] = {
     "LunarLander-v3": {"kind": "return_at_least", "threshold": 200.0, "description": "episode return ≥ 200 (solved)"},
 }
 
+#: Per-step reward bounds ``[low, high]`` where the env's reward function fixes them (Pendulum: −(θ² + 0.1·θ̇² +
+#: 0.001·u²) with |θ| ≤ π, |θ̇| ≤ 8, |u| ≤ 2), recorded as the scenario's ``rewardRange`` so the planner can say how a
+#: ``maxSteps`` cap biases a return threshold (planning.horizons).
+CLASSIC_REWARD_RANGES: dict[str, tuple[float, float]] = {"Pendulum-v1": (-16.2736044, 0.0)}
+
 #: Observation width and number of discrete actions (None: a continuous Box action) of each scenario.
 _SPACES: dict[str, tuple[int, int | None]] = {
     "CartPole-v1": (4, 2), "MountainCar-v0": (2, 3), "Acrobot-v1": (6, 3), "Pendulum-v1": (3, None),

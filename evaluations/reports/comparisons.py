@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..domain import comparisons
+from ..domain.numbers import decimal_number
 from ..models import Episode, Evaluation, Organization
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "SideError",
     "annotate_tasks",
     "compare_sides",
+    "parse_alpha",
     "parse_side",
     "resolve_side",
     "rows_by_evaluation",
@@ -28,6 +30,17 @@ __all__ = [
 
 #: The family-wise error rate of verdicts unless a caller asks for another (``?alpha=``).
 ALPHA = 0.05
+
+
+def parse_alpha(raw: str | None) -> float:
+    """The significance level a comparison's ``alpha`` names: :data:`ALPHA` when absent or empty, else a plain
+    decimal in (0, 0.5] (``domain.numbers.decimal_number``); ValueError saying the range otherwise."""
+    if raw is None or raw == "":
+        return ALPHA
+    alpha = decimal_number(raw)
+    if alpha is None or not 0 < alpha <= 0.5:
+        raise ValueError("must be a number in (0, 0.5]")
+    return alpha
 
 _ROW_FIELDS = ("seed", "status", "success", "reward", "workload__model_ref", "workload__env_ref", "workload__task_id",
                "workload__perturbation")

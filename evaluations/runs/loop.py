@@ -2,7 +2,8 @@
 
 Called by the ``evaluations.run_shard`` Celery task with a shard id. Idempotent: a shard that is not ``queued`` is
 left alone, and episodes already recorded are skipped, so a re-delivered or re-queued shard neither duplicates nor
-loses an episode. Cancellation and the evaluation's deadline are checked between episodes.
+loses an episode. Cancellation and the evaluation's deadline are checked between episodes; cancellation also once
+the servers are ready, before each episode starts (a server start can take a minute).
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ def _run_episodes(shard: Shard, runner: ShardRunner, todo: list[int]) -> tuple[s
         if not runner.admit(lambda: not still_claimed(shard) or is_stopping(evaluation.pk) or _wall_cap(runner) is None):
             queue.insert(0, index)  # stopped while waiting for host memory: the checks above say why
             continue
-        outcome = runner.run_episode(index, wall_cap=wall_cap)
+        outcome = runner.run_episode(index, wall_cap=wall_cap, stop=lambda: is_stopping(evaluation.pk))
+        if outcome is None:  # cancelled while its servers started: the episode did not begin
+            return ShardStatus.CANCELLED, ""
         if outcome.rerun and reruns.get(index, 0) < MAX_EPISODE_RERUNS:
             reruns[index] = reruns.get(index, 0) + 1
             log(evaluation, f"episode {index} (seed {outcome.fields['seed']}) runs again: {outcome.rerun}",

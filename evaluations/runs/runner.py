@@ -199,9 +199,11 @@ class ShardRunner:
         return error_fields({"seed": self.workload.seed_for(index)},
                             f"not run: servers failed to start: {self.last_start_error}")
 
-    def run_episode(self, index: int, *, wall_cap: float) -> EpisodeOutcome:
+    def run_episode(self, index: int, *, wall_cap: float, stop=None) -> EpisodeOutcome | None:
         """Run episode ``index`` (seed ``workload.seed + index``) within ``wall_cap`` seconds and return its outcome;
-        never raises for an env/model failure — that becomes an ``error`` outcome with ``restart`` set."""
+        never raises for an env/model failure — that becomes an ``error`` outcome with ``restart`` set. ``stop`` (a
+        no-argument callable) is asked once the servers are ready, before the episode starts: starting them can take
+        a minute, and a cancellation that arrived meanwhile must not start an episode (None is returned then)."""
         seed = self.workload.seed_for(index)
         base = {"seed": seed, "started_at": timezone.now()}
         try:
@@ -214,6 +216,8 @@ class ShardRunner:
                 source="runtime", shard=self.shard)
             self.close()
             return EpisodeOutcome(error_fields(base, f"server start failed: {exc}"), restart=True)
+        if stop is not None and stop():
+            return None
         base["started_at"] = timezone.now()  # the episode starts once its servers are ready
         base["perturbation"] = self.perturbation.as_dict() if self.perturbation.name != "none" else {}
         driver_side = self.perturbation.side == "driver" and self.perturbation.name != "none"

@@ -143,13 +143,21 @@ def reference_problem(ref: str) -> str | None:
     return _suffix_problem(tag if colon else None, digest if at else None, path)
 
 
+#: The longest namespace, repository name and checkpoint name an image can have (ImageRepository's columns).
+_NAME_LENGTHS = (("namespace", 64), ("repository name", 128))
+
+
 def parse_reference(ref: str) -> ParsedReference:
     """Parse ``namespace/repo[/checkpoint][:tag][@sha256:…]``; raises MalformedReference naming what is wrong."""
     m = _REF.match(ref)
+    shown = ref if len(ref) <= 100 else ref[:100] + "…"
     if not m:
         problem = reference_problem(ref) or f"is not a valid reference; expected {_FORM}"
-        raise MalformedReference(f'"{ref}" {problem}')
+        raise MalformedReference(f'"{shown}" {problem}')
     parts = m["path"].split("/")
+    for part, (what, longest) in zip(parts, _NAME_LENGTHS):
+        if len(part) > longest:  # no image can have it (the catalog's columns hold no more): a 400, not a 404
+            raise MalformedReference(f'"{shown}" has a {what} of {len(part)} characters: at most {longest}')
     return ParsedReference(parts[0], parts[1], parts[2] if len(parts) == 3 else None, m["tag"], m["digest"])
 
 

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 
 from ..reports import charts
 from ..choices import TERMINAL_STATUSES
-from ..reports.comparisons import Side, SideError, compare_sides, resolve_side
+from ..reports.comparisons import ALPHA, Side, SideError, compare_sides, parse_alpha, resolve_side
 from ..domain import scoring
 from ..models import Evaluation, Workload
 from ..reports.scores import score_cells, task_label
@@ -87,10 +87,10 @@ def _forest_rows(comparison: dict) -> tuple[list[dict], str]:
     return rows, x_title
 
 
-def _paired_context(sides: list[Side]) -> dict:
+def _paired_context(sides: list[Side], alpha: float) -> dict:
     if len(sides) != 2:
         return {"comparison": None}
-    comparison = compare_sides(*sides)
+    comparison = compare_sides(*sides, alpha=alpha)
     rows, x_title = _forest_rows(comparison)
     forest = charts.forest_plot(rows, title="B − A per task", x_title=x_title) if comparison["paired"] else None
     return {"comparison": comparison, "forest": forest, "forest_basis": x_title}
@@ -104,6 +104,11 @@ def compare(request: HttpRequest) -> HttpResponse:
     ids = [i for raw in request.GET.getlist("evaluations") for i in raw.split(",") if i]
     chosen = list(Evaluation.objects.for_org(org).filter(public_id__in=ids).prefetch_related(_MODELS))
     sides, side_errors = _sides(request, org, chosen)
+    try:  # as the API reads it; a bad value is said on the page, not silently replaced by the default
+        alpha = parse_alpha(request.GET.get("alpha"))
+    except ValueError as exc:
+        side_errors["alpha"] = f"{request.GET['alpha'][:50]} {exc}"
+        alpha, sides = ALPHA, []
     if not chosen and sides:
         chosen = list({s.evaluation.pk: s.evaluation for s in sides}.values())
     recent = list(Evaluation.objects.for_org(org).filter(status__in=TERMINAL_STATUSES).order_by("-created_at")
@@ -117,7 +122,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         "side_params": [("a", "A (reference)", sides[0].reference if sides else request.GET.get("a", "")),
                         ("b", "B (challenger)", sides[1].reference if sides else request.GET.get("b", ""))],
         "side_errors": side_errors,
-        **_paired_context(sides),
+        **_paired_context(sides, alpha),
         **_matrix_context(chosen),
     }
     return render(request, "evaluations/compare.html", context)

@@ -116,7 +116,7 @@ BAD_REQUESTS = [
     (cartpole_request(models=[{"model": "prebuilt/ppo/mountaincar"}]), "models[0].model", 'no checkpoint "mountaincar"'),
     (cartpole_request(models=[{"model": "prebuilt/random:v9"}]), "models[0].model", 'no tag "v9"'),
     (cartpole_request(models=["prebuilt/ppo/cartpole"], tasks=[{**CARTPOLE_TASK, "taskId": "classic/MountainCar-v0"}]),
-     "models[0].model", "incompatible with tasks[0] (prebuilt/classic-control classic/MountainCar-v0): it was trained for classic/CartPole-v1"),
+     "models[0]", "incompatible with tasks[0] (prebuilt/classic-control classic/MountainCar-v0): it was trained for classic/CartPole-v1"),
     (cartpole_request(tasks=[{**CARTPOLE_TASK, "env": "x/y"}]), "tasks[0].env", 'unknown environment "x/y"'),
     (cartpole_request(tasks=[{**CARTPOLE_TASK, "env": "prebuilt/random"}]), "tasks[0].env", "is a model, not an env"),
     (cartpole_request(tasks=[{**CARTPOLE_TASK, "taskId": "classic/Nope-v0"}]), "tasks[0].taskId", 'unknown scenario "classic/Nope-v0"'),
@@ -144,7 +144,7 @@ BAD_REQUESTS = [
     ('{"tasks": [], "tags": {"\\ud800": "v"}}', "tags", "unpaired surrogate"),
     ('{"tasks": [], "metadata": ' + '{"a": ' * 40 + '1' + '}' * 41, "metadata" + ".a" * 32, "deeper than 32"),
     ('{"tasks": [], "metadata": ' + '[' * 2000 + ']' * 2000 + '}', "$", "deeper than 32"),
-    ('{"tasks": [], "metadata": {"n": ' + '9' * 5000 + '}}', "$", "not acceptable JSON"),
+    ('{"tasks": [], "metadata": {"n": ' + '9' * 5000 + '}}', "metadata.n", "is a whole number of 5000 digits"),
     ('{"tasks": [], "metadata": {"n": NaN}}', "$", "not acceptable JSON"),
     # A repeated key: the stored raw request would mean different things to different readers (a field case).
     ('{"name": "a", "tasks": [], "name": "b"}', "$", 'the key "name" appears twice in one object'),
@@ -379,6 +379,7 @@ class TestList:
         one = api.get("/v1/evaluations?limit=1").json()
         assert len(one["items"]) == 1 and one["nextCursor"]
         assert len(api.get("/v1/evaluations?limit=100000").json()["items"]) == 2
+        assert len(api.get(f"/v1/evaluations?limit={'9' * 5000}").json()["items"]) == 2  # past int()'s 4,300 digits
         assert len(api.get("/v1/evaluations").json()["items"]) == 2
 
 

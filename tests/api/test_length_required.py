@@ -24,6 +24,8 @@ def test_a_chunked_body_is_a_411():
     response = middleware(r)
     assert response.status_code == 411
     assert json.loads(response.content)["error"]["code"] == "length_required"
+    # like every other error of the API, it links the manual's page that explains it
+    assert json.loads(response.content)["error"]["docs"].endswith("/docs/using/request/")
     r = request("/evaluations/new", HTTP_TRANSFER_ENCODING="chunked")
     del r.META["CONTENT_LENGTH"]
     response = middleware(r)

@@ -157,6 +157,11 @@ UNREADABLE = [
     ("/agents/evaluations", "environment_id", "Not A Name"),
     ("/agents/evaluations", "limit", "many"),
     ("/agents/evaluations", "cursor", "zzz"),
+    # Field case: what Python's int()/float() read beyond a whole (or plain decimal) number — underscores, a sign,
+    # spaces, other scripts' digits (full-width １) — was served (?limit=1_0 listed 10 items)
+    *[(url, "limit", value) for url in (EVALUATIONS, EPISODES, "/v1/evaluations/{id}/logs", "/agents/evaluations")
+      for value in ("1_0", "\uff11", "+1", " 1", "1 ", "\u0661")],
+    *[("/v1/comparisons?a={id}&b={id}", "alpha", value) for value in ("0.0_5", "\uff10.05", "+0.05", " 0.05")],
 ]
 
 

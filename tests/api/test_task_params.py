@@ -70,7 +70,7 @@ def test_the_metaworld_expert_is_refused_outside_metaworld(api):
     r = api.post("/v1/evaluation-previews", cartpole_request(models=["prebuilt/metaworld-expert"]), format="json")
     assert r.status_code == 400
     detail = r.json()["error"]["details"][0]
-    assert detail["path"] == "models[0].model" and "acts only in prebuilt/metaworld" in detail["message"]
+    assert detail["path"] == "models[0]" and "acts only in prebuilt/metaworld" in detail["message"]
     ok = {"model": "prebuilt/metaworld-expert", "tasks": [{"env": "prebuilt/metaworld", "taskId": "mt10/reach-v3", "episodes": 1}]}
     assert api.post("/v1/evaluation-previews", ok, format="json").status_code == 200
 
@@ -80,7 +80,7 @@ def test_schema_errors_and_unknown_references_come_back_together(api):
     r = api.post("/v1/evaluation-previews", body, format="json")
     assert r.status_code == 400
     paths = {d["path"] for d in r.json()["error"]["details"]}
-    assert paths == {"tasks[0].episodes", "tasks[0].env", "models[0].model"}
+    assert paths == {"tasks[0].episodes", "tasks[0].env", "models[0]"}  # a string entry is its own path
 
 
 def test_the_metaworld_catalog_lists_benchmarks_names_and_instructions(api):

@@ -51,6 +51,17 @@ class TestCompare:
         # the selects show what was compared; the matrix of both evaluations still renders
         assert f'value="{a.public_id}:{HEURISTICS}" selected' in html and 'id="compare-table"' in html
 
+    def test_alpha_is_read_as_the_api_reads_it_and_a_bad_one_is_shown(self, web, tenant_a):
+        """Field case: ``/compare?…&alpha=abc`` silently compared at 0.05 where the API answers 400."""
+        a, b = finished(tenant_a), finished(tenant_a, models=(RANDOM,))
+        add_outcomes(a, rate(0.5, 10))
+        add_outcomes(b, rate(0.5, 10))
+        for bad in ("abc", "0.9", "1_0"):
+            html = web.get(f"/compare?a={a.public_id}&b={b.public_id}&alpha={bad}").content.decode()
+            assert f"ALPHA: {bad} must be a number in (0, 0.5]" in html and 'id="paired"' not in html, bad
+        html = web.get(f"/compare?a={a.public_id}&b={b.public_id}&alpha=0.1").content.decode()
+        assert "Holm-adjusted p &lt; 0.1;" in html and "side-error" not in html
+
     def test_exactly_two_checked_single_model_evaluations_are_compared_older_as_a(self, web, tenant_a):
         old, new = finished(tenant_a, age_minutes=5), finished(tenant_a, models=(RANDOM,))
         add_outcomes(old, rate(0.5, 10))

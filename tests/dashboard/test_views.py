@@ -376,7 +376,7 @@ class TestLaunch:
         ok = web.post("/evaluations/preview", {"request_json": json.dumps(cartpole_request())}, HTTP_HX_REQUEST="true").content.decode()
         assert "<html" not in ok and "1 workload</strong>" in ok and "3 episodes in 1 shard;" in ok
         bad = web.post("/evaluations/preview", {"request_json": json.dumps(cartpole_request(models=["x/y"]))}).content.decode()
-        assert "<code>models[0].model</code>: unknown model &quot;x/y&quot;" in bad
+        assert "<code>models[0]</code>: unknown model &quot;x/y&quot;" in bad  # the string entry itself
         assert Evaluation.objects.count() == 0
 
     def test_run_again_prefills_the_raw_request(self, web, tenant_a):
