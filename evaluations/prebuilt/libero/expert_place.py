@@ -22,7 +22,9 @@ Action (7 floats in [-1, 1]): ``[:3]`` position delta ``GAIN × (waypoint − ee
 straight down with the grasp's yaw (1 unit = 0.5 rad); ``[6]`` gripper (+1 close, −1 open).
 
 Grasps: a bowl on its rim, 4.5 cm from its centre and 2.7 cm above its origin, the fingers opening radially —
-on the side (±y) with more room among its neighbours (articulated fixtures count as 15 cm discs; a near tie
+on the side (±y) with more room among its neighbours, at the pick and, among the articulated fixtures, where
+the hand will hold it over the destination (fixtures count as 15 cm discs; gripped on the side toward a cabinet
+next to the plate, the hand's body sat on the cabinet's top 10 cm above the release height; a near tie
 goes to the side nearer the hand, so the choice does not swap between steps), on the side facing the robot
 when the bowl is at the front of the table (x > ``FAR_X``, where a ±y grip leaves the arm stretched), or across
 the slide direction when the bowl sits in an open drawer. Anything else from above at its bounding box's
@@ -249,13 +251,15 @@ def _inside_fixture(priv: dict, obj: str) -> np.ndarray | None:
     return None
 
 
-def grasp_pose(priv: dict, obj: str) -> tuple[np.ndarray, float]:
+def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndarray, float]:
     """``(end-effector grasp position, gripper yaw in rad)`` for ``obj``.
 
     A bowl is gripped on its rim at angle θ around its centre, the fingers opening radially (yaw θ − 90°, the
     default fingers open along world y): θ = ±90° on the side with more room among the neighbours, or across
     a drawer's slide direction when the bowl is in a drawer (its front and back panels leave no room for a
-    finger). Anything else: straight down on its origin, yaw 0.
+    finger). With ``target`` (the destination's pose key prefix) a side's room is the smaller of its room at the
+    pick and its room among the articulated fixtures where the hand will be over ``target`` (see
+    :data:`FIXTURE_RADIUS`). Anything else: straight down on its origin, yaw 0.
     """
     pos = _vec(priv, f"{obj}_pos")
     if not _is_bowl(obj):
@@ -274,9 +278,16 @@ def grasp_pose(priv: dict, obj: str) -> tuple[np.ndarray, float]:
         return pos + np.array([BOWL_RIM * np.cos(theta), BOWL_RIM * np.sin(theta), BOWL_GRASP_DZ])
 
     eef = _vec(priv, "eef_pos")
+    dest = _vec(priv, f"{target}_pos") if target is not None and f"{target}_pos" in priv else None
+    walls = [(n, r) for n, r in _neighbours(priv, obj) if r > 0.0]
+
+    def room(xy: np.ndarray, around: list) -> float:
+        return min((float(np.linalg.norm(xy - n[:2])) - r for n, r in around), default=1.0)
 
     def score(theta: float) -> float:
-        clearance = min((float(np.linalg.norm(point(theta)[:2] - n[:2])) - r for n, r in others), default=1.0)
+        clearance = room(point(theta)[:2], others)
+        if dest is not None:  # where the hand will hold it over the destination
+            clearance = min(clearance, room(dest[:2] + point(theta)[:2] - pos[:2], walls))
         near_hand = SIDE_HYSTERESIS * float(np.linalg.norm(point(theta)[:2] - eef[:2]))
         robot_side = FAR_SIDE_BONUS if abs(theta - np.pi) < 1e-9 and clearance > FAR_SIDE_CLEARANCE else 0.0
         return clearance - 0.01 * abs(wrap_yaw(theta - np.pi / 2)) - near_hand + robot_side
@@ -326,7 +337,7 @@ def place(priv: dict, goal: tuple[str, str, str] | None) -> np.ndarray:
         move = _toward(eef, eef + np.array([0, 0, 0.02]))
         return np.concatenate([move, rotation_action(quat), [-1.0]]).astype(np.float32)
     predicate, obj, target = goal
-    grasp, yaw = grasp_pose(priv, obj)
+    grasp, yaw = grasp_pose(priv, obj, target)
     near = hold_distance(priv, obj)
     hover = grasp[2] + HOVER
     rot = rotation_action(quat)
