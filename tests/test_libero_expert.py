@@ -282,6 +282,9 @@ def test_a_bowl_is_gripped_on_the_side_away_from_a_cabinet_beside_its_destinatio
     assert point[1] == pytest.approx(ex.BOWL_RIM)
     scene["eef_pos"] = np.array([0.0, 0.0, 1.15])
     assert ex.plan(scene)[1] > 0  # the expert heads for the +y rim
+    scene["wooden_cabinet_1_top_side_pos"] = np.array([0.15, 0.0, 1.1])  # set down on that cabinet: not a wall
+    point, _ = ex.grasp_pose(scene, "akita_black_bowl_1", "wooden_cabinet_1_top_side")
+    assert point[1] == pytest.approx(-ex.BOWL_RIM)
 
 
 def test_a_bowl_in_a_drawer_is_approached_from_inside_its_rim():

@@ -258,8 +258,8 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
     default fingers open along world y): θ = ±90° on the side with more room among the neighbours, or across
     a drawer's slide direction when the bowl is in a drawer (its front and back panels leave no room for a
     finger). With ``target`` (the destination's pose key prefix) a side's room is the smaller of its room at the
-    pick and its room among the articulated fixtures where the hand will be over ``target`` (see
-    :data:`FIXTURE_RADIUS`). Anything else: straight down on its origin, yaw 0.
+    pick and its room among the articulated fixtures (but the one ``target`` belongs to) and open drawers' handles
+    where the hand will be over ``target`` (see :data:`FIXTURE_RADIUS`). Anything else: straight down on its origin, yaw 0.
     """
     pos = _vec(priv, f"{obj}_pos")
     if not _is_bowl(obj):
@@ -279,7 +279,9 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
 
     eef = _vec(priv, "eef_pos")
     dest = _vec(priv, f"{target}_pos") if target is not None and f"{target}_pos" in priv else None
-    walls = [(n, r) for n, r in _neighbours(priv, obj) if r > 0.0]
+    home = [f for f in _fixtures(priv) if target is not None and target.startswith(f)]  # set down on it: no wall
+    walls = [(_vec(priv, f"{f}_pos"), FIXTURE_RADIUS) for f in _fixtures(priv) if f not in home]
+    walls += [(handle, HANDLE_RADIUS) for handle in open_handles(priv)]
 
     def room(xy: np.ndarray, around: list) -> float:
         return min((float(np.linalg.norm(xy - n[:2])) - r for n, r in around), default=1.0)
