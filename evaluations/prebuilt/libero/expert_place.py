@@ -21,7 +21,8 @@ Action (7 floats in [-1, 1]): ``[:3]`` position delta ``GAIN × (waypoint − ee
 3 mm dead band, clipped (the controller scales 1 to 5 cm); ``[3:6]`` rotation delta toward the gripper pointing
 straight down with the grasp's yaw (1 unit = 0.5 rad); ``[6]`` gripper (+1 close, −1 open).
 
-Grasps: a bowl on its rim, 4.5 cm from its centre and 2.7 cm above its origin, the fingers opening radially —
+Grasps: a bowl on its rim, 4.5 cm from its centre and 2.7 cm above its origin (a mug, wider than the open fingers,
+likewise on its wall: :func:`_rim`), the fingers opening radially —
 on the side (±y) with more room among its neighbours, at the pick and, among the articulated fixtures, where
 the hand will hold it over the destination (fixtures count as 15 cm discs; gripped on the side toward a cabinet
 next to the plate, the hand's body sat on the cabinet's top 10 cm above the release height; a near tie
@@ -52,6 +53,9 @@ MOVING = 0.01
 #: Rim grasp: distance from a bowl's centre along world y, and end-effector height above its origin (m).
 BOWL_RIM = 0.045
 BOWL_GRASP_DZ = 0.027
+#: Mug wall grasp: this far (m) inside the body's radius, this far (m) below its top.
+MUG_WALL = 0.006
+MUG_DEPTH = 0.03
 #: End-effector height above a non-bowl object's origin when grasping (m).
 GRASP_DZ = 0.0
 #: How far below an object's top the end effector may go when grasping it from above (m).
@@ -137,7 +141,18 @@ def _body_of(priv: dict, name: str) -> str | None:
 
 
 def _is_bowl(name: str) -> bool:
-    return "bowl" in name
+    """Gripped on its rim (a bowl) or wall (a mug: wider than the open fingers)."""
+    return "bowl" in name or "mug" in name
+
+
+def _rim(priv: dict, obj: str) -> tuple[float, float]:
+    """``(radius, end-effector height above the origin)`` (m) of a rim grasp: a bowl's constants; a mug's wall,
+    :data:`MUG_WALL` inside its bounding box's narrower half-side (the handle widens the other), :data:`MUG_DEPTH`
+    below its top."""
+    if "mug" in obj and f"{obj}_aabb" in priv:
+        box, pos = _vec(priv, f"{obj}_aabb"), _vec(priv, f"{obj}_pos")
+        return 0.5 * float(min(box[3] - box[0], box[4] - box[1])) - MUG_WALL, float(box[5] - MUG_DEPTH - pos[2])
+    return BOWL_RIM, BOWL_GRASP_DZ
 
 
 def _held(priv: dict, obj: str) -> bool:
@@ -274,8 +289,10 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
         thetas = [-np.pi / 2, np.pi / 2]
     others = [(n, r) for n, r in _neighbours(priv, obj) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
 
+    radius, dz = _rim(priv, obj)
+
     def point(theta: float) -> np.ndarray:
-        return pos + np.array([BOWL_RIM * np.cos(theta), BOWL_RIM * np.sin(theta), BOWL_GRASP_DZ])
+        return pos + np.array([radius * np.cos(theta), radius * np.sin(theta), dz])
 
     eef = _vec(priv, "eef_pos")
     dest = _vec(priv, f"{target}_pos") if target is not None and f"{target}_pos" in priv else None
@@ -318,7 +335,8 @@ def hold_distance(priv: dict, obj: str) -> float:
     if not _is_bowl(obj):
         grasp, _ = _box_grasp(priv, obj)
         return float(np.linalg.norm(eef - grasp))
-    return float(np.hypot(np.linalg.norm(rel[:2]) - BOWL_RIM, rel[2] - BOWL_GRASP_DZ))
+    radius, dz = _rim(priv, obj)
+    return float(np.hypot(np.linalg.norm(rel[:2]) - radius, rel[2] - dz))
 
 
 def _via(eef: np.ndarray, goal_xy: np.ndarray, height: float, final: np.ndarray, tol: float) -> np.ndarray:
