@@ -268,6 +268,42 @@ def test_a_bowl_at_the_front_of_the_table_is_gripped_on_the_rim_facing_the_robot
     assert abs(point[1]) == pytest.approx(ex.BOWL_RIM)
 
 
+def test_a_bowl_is_gripped_on_the_side_away_from_a_cabinet_beside_its_destination():
+    """libero_goal 8 (init 1): gripped on the rim toward the cabinet next to the plate, the hand's body sat on
+    the cabinet's top 10 cm above the release height until the step cap; the side away from it is taken."""
+    scene = _bowl_scene(-0.1)  # at the pick, the −y side is the tighter one...
+    scene["cookies_1_pos"] = np.array([0.0, 0.09, 0.9])  # ... and +y a little tighter still
+    scene["plate_1_pos"] = np.array([0.15, 0.0, 0.9])
+    scene.update({"wooden_cabinet_1_pos": np.array([0.15, -0.2, 0.9]), "wooden_cabinet_1_quat": np.array(DOWN),
+                  "wooden_cabinet_1_qpos": np.zeros(3)})
+    point, _ = ex.grasp_pose(scene, "akita_black_bowl_1")
+    assert point[1] == pytest.approx(-ex.BOWL_RIM)  # the pick alone: the −y side has more room
+    point, _ = ex.grasp_pose(scene, "akita_black_bowl_1", "plate_1")
+    assert point[1] == pytest.approx(ex.BOWL_RIM)
+    scene["eef_pos"] = np.array([0.0, 0.0, 1.15])
+    assert ex.plan(scene)[1] > 0  # the expert heads for the +y rim
+    scene["wooden_cabinet_1_top_side_pos"] = np.array([0.15, 0.0, 1.1])  # set down on that cabinet: not a wall
+    point, _ = ex.grasp_pose(scene, "akita_black_bowl_1", "wooden_cabinet_1_top_side")
+    assert point[1] == pytest.approx(-ex.BOWL_RIM)
+
+
+def test_a_mug_is_gripped_on_its_wall_not_from_above_at_its_centre():
+    """libero_10 4 (init 0): a mug is wider than the open fingers; gripped from above at its centre, the descent
+    stopped on its rim 4 cm above the grasp point until the step cap. It is gripped on its wall, like a bowl."""
+    mug = np.array([0.0, 0.0, 0.9])
+    scene = _bowl_scene(0.3)
+    del scene["akita_black_bowl_1_pos"], scene["akita_black_bowl_1_quat"]
+    scene.update({"white_yellow_mug_1_pos": mug, "white_yellow_mug_1_quat": np.array([0, 0, 0, 1.0]),
+                  "white_yellow_mug_1_aabb": np.array([-0.054, -0.07, 0.9, 0.054, 0.07, 1.003]),
+                  "goal": "on white_yellow_mug_1 plate_1"})
+    point, yaw = ex.grasp_pose(scene, "white_yellow_mug_1")
+    radius = 0.054 - ex.MUG_WALL  # the narrower half-side (x): the handle widens y
+    assert np.linalg.norm(point[:2] - mug[:2]) == pytest.approx(radius)
+    assert point[2] == pytest.approx(1.003 - ex.MUG_DEPTH)
+    scene["eef_pos"] = point + np.array([0.0, 0.0, 0.005])
+    assert ex.hold_distance(scene, "white_yellow_mug_1") < 0.01
+
+
 def test_a_bowl_in_a_drawer_is_approached_from_inside_its_rim():
     scene = _bowl_scene(0.3)
     scene.update({"wooden_cabinet_1_pos": np.array([0.0, -0.2, 0.75]), "wooden_cabinet_1_quat": np.array(DOWN),

@@ -174,6 +174,29 @@ def test_a_plate_to_a_table_region_is_pushed_not_gripped():
     assert goals.next_goal(done) is None
 
 
+def test_a_box_standing_at_the_plates_destination_is_pushed_on_past_it_first():
+    """libero_goal 5 (init 6): the plate's rim shoved the cream cheese sideways into the stove's front, where it
+    jammed the plate 6 cm short until the step cap. The cheese is pushed on past the destination first."""
+    cheese = np.array([0.05, 0.15, 0.909])
+    scene = dict(_plate((0, 0, 1.2)), cream_cheese_1_pos=cheese, cream_cheese_1_quat=np.array([0, 0, 0, 1.0]),
+                 cream_cheese_1_aabb=np.concatenate([cheese - [0.04, 0.02, 0.009], cheese + [0.04, 0.02, 0.009]]))
+    kind, name, point = goals.next_goal(scene)
+    assert (kind, name) == ("clear", "cream_cheese_1") and point[1] > 0.21 + 0.069 + fx.CLEAR_MARGIN
+    behind = cheese[:2] - [0.0, 0.02 + fx.PUSH_GAP]  # outside the box, on the far side from where it goes
+    above = goals.plan(dict(scene, eef_pos=np.array([*behind, 1.0])))
+    assert above[2] < -0.5 and above[6] == 1.0
+    push = goals.plan(dict(scene, eef_pos=np.array([*behind, 0.913])))
+    assert push[1] > 0.5 and abs(push[0]) < 0.1  # on along +y
+    off = cheese + [0.0, 0.069 + fx.CLEAR_MARGIN + 0.01 + 0.06, 0.0]
+    moved = dict(scene, cream_cheese_1_pos=off, cream_cheese_1_aabb=np.concatenate([off - 0.01, off + 0.01]))
+    assert goals.next_goal(moved)[0] == "push"  # far enough: the plate goes
+    bowl = np.array([0.05 - 0.09, 0.08, 0.898])  # beside the plate's way (+y), where its rim would shove it
+    beside = dict(moved, akita_black_bowl_1_pos=bowl, akita_black_bowl_1_quat=np.array([0, 0, 0, 1.0]),
+                  akita_black_bowl_1_aabb=np.concatenate([bowl - [0.053, 0.053, 0.0], bowl + [0.053, 0.053, 0.05]]))
+    kind, name, point = goals.next_goal(beside)
+    assert (kind, name) == ("clear", "akita_black_bowl_1") and point[0] < bowl[0] - 0.04 and point[1] == bowl[1]
+
+
 # --- box grasp clearance --------------------------------------------------------------------------------------
 
 

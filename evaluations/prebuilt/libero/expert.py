@@ -28,14 +28,15 @@ import rlmesh
 from .expert_goals import plan as _plan_goals
 from .expert_motion import GAIN, MIN_STEP
 from .expert_place import (
-    BOWL_GRASP_DZ, BOWL_RIM, FAR_X, NUDGE, SLANT, _container_aabb, current_goal, grasp_pose, hold_distance,
-    parse_goal, place, reaches_in,
+    BOWL_GRASP_DZ, BOWL_RIM, FAR_X, MUG_DEPTH, MUG_WALL, NUDGE, SLANT, _container_aabb, current_goal, grasp_pose,
+    hold_distance, parse_goal, place, reaches_in,
 )
 from .rotation import rotation_error
 
 #: The pick-and-place names stay importable from here, as before the split.
 __all__ = [
-    "BOWL_GRASP_DZ", "BOWL_RIM", "FAR_X", "GAIN", "MIN_STEP", "NUDGE", "SLANT", "LiberoExpert", "_container_aabb",
+    "BOWL_GRASP_DZ", "BOWL_RIM", "FAR_X", "GAIN", "MIN_STEP", "MUG_DEPTH", "MUG_WALL", "NUDGE", "SLANT",
+    "LiberoExpert", "_container_aabb",
     "current_goal", "grasp_pose", "hold_distance", "parse_goal", "place", "plan", "reaches_in", "rotation_error",
 ]
 

@@ -8,7 +8,9 @@ met, taken in this order (stable within a kind): ``open`` and ``turnon`` first, 
   :mod:`evaluations.prebuilt.libero.expert_fixtures` (met: the joint's signed position, see
   :func:`~evaluations.prebuilt.libero.expert_fixtures.unary_met`);
 * ``in <obj> <drawer region>`` with that drawer shut → open the drawer first;
-* ``on <plate> <table region>`` → push the plate (:func:`~evaluations.prebuilt.libero.expert_fixtures.push`);
+* ``on <plate> <table region>`` → push the plate (:func:`~evaluations.prebuilt.libero.expert_fixtures.push`),
+  first pushing on past the destination a loose object standing there
+  (:func:`~evaluations.prebuilt.libero.expert_fixtures.blocker`);
 * other ``on`` / ``in`` → pick and place (:func:`evaluations.prebuilt.libero.expert_place.place`; met geometrically as
   there).
 
@@ -35,6 +37,7 @@ def goals(priv: dict) -> list[list[str]]:
 
 def next_goal(priv: dict) -> tuple | None:
     """The next thing to do: ``("unary", predicate, fixture, joint index)``, ``("push", obj, region)``,
+    ``("clear", blocker, table point)`` (a loose object at the push's destination, pushed on past it),
     ``("place", predicate, obj, destination)``, or ``None`` (every predicate the expert knows is met)."""
     for pred in goals(priv):
         if len(pred) == 2:
@@ -49,7 +52,8 @@ def next_goal(priv: dict) -> tuple | None:
             return ("unary", "open", *joint)
         if pred[0] == "on" and fx.pushable(pred[1]) and f"{pred[1]}_pos" in priv and _table_region(priv, pred[2]):
             if not fx.pushed(priv, pred[1], pred[2]):
-                return ("push", pred[1], pred[2])
+                clear = fx.blocker(priv, pred[1], pred[2])
+                return ("push", pred[1], pred[2]) if clear is None else ("clear", *clear)
             continue
         single = ex.current_goal(dict(priv, goal=" ".join(pred)))
         if single is not None:
@@ -73,6 +77,8 @@ def plan(priv: dict) -> np.ndarray:
         return ex.place(priv, None)
     if goal[0] == "push":
         return fx.push(priv, goal[1], goal[2])
+    if goal[0] == "clear":
+        return fx.push_to(priv, goal[1], goal[2], inside=False)
     if goal[0] == "place":
         return ex.place(priv, goal[1:])
     _, predicate, fixture, index = goal

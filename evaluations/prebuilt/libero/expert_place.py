@@ -21,8 +21,11 @@ Action (7 floats in [-1, 1]): ``[:3]`` position delta ``GAIN × (waypoint − ee
 3 mm dead band, clipped (the controller scales 1 to 5 cm); ``[3:6]`` rotation delta toward the gripper pointing
 straight down with the grasp's yaw (1 unit = 0.5 rad); ``[6]`` gripper (+1 close, −1 open).
 
-Grasps: a bowl on its rim, 4.5 cm from its centre and 2.7 cm above its origin, the fingers opening radially —
-on the side (±y) with more room among its neighbours (articulated fixtures count as 15 cm discs; a near tie
+Grasps: a bowl on its rim, 4.5 cm from its centre and 2.7 cm above its origin (a mug, wider than the open fingers,
+likewise on its wall: :func:`_rim`), the fingers opening radially —
+on the side (±y) with more room among its neighbours, at the pick and, among the articulated fixtures, where
+the hand will hold it over the destination (fixtures count as 15 cm discs; gripped on the side toward a cabinet
+next to the plate, the hand's body sat on the cabinet's top 10 cm above the release height; a near tie
 goes to the side nearer the hand, so the choice does not swap between steps), on the side facing the robot
 when the bowl is at the front of the table (x > ``FAR_X``, where a ±y grip leaves the arm stretched), or across
 the slide direction when the bowl sits in an open drawer. Anything else from above at its bounding box's
@@ -50,6 +53,9 @@ MOVING = 0.01
 #: Rim grasp: distance from a bowl's centre along world y, and end-effector height above its origin (m).
 BOWL_RIM = 0.045
 BOWL_GRASP_DZ = 0.027
+#: Mug wall grasp: this far (m) inside the body's radius, this far (m) below its top.
+MUG_WALL = 0.006
+MUG_DEPTH = 0.03
 #: End-effector height above a non-bowl object's origin when grasping (m).
 GRASP_DZ = 0.0
 #: How far below an object's top the end effector may go when grasping it from above (m).
@@ -135,7 +141,18 @@ def _body_of(priv: dict, name: str) -> str | None:
 
 
 def _is_bowl(name: str) -> bool:
-    return "bowl" in name
+    """Gripped on its rim (a bowl) or wall (a mug: wider than the open fingers)."""
+    return "bowl" in name or "mug" in name
+
+
+def _rim(priv: dict, obj: str) -> tuple[float, float]:
+    """``(radius, end-effector height above the origin)`` (m) of a rim grasp: a bowl's constants; a mug's wall,
+    :data:`MUG_WALL` inside its bounding box's narrower half-side (the handle widens the other), :data:`MUG_DEPTH`
+    below its top."""
+    if "mug" in obj and f"{obj}_aabb" in priv:
+        box, pos = _vec(priv, f"{obj}_aabb"), _vec(priv, f"{obj}_pos")
+        return 0.5 * float(min(box[3] - box[0], box[4] - box[1])) - MUG_WALL, float(box[5] - MUG_DEPTH - pos[2])
+    return BOWL_RIM, BOWL_GRASP_DZ
 
 
 def _held(priv: dict, obj: str) -> bool:
@@ -249,13 +266,15 @@ def _inside_fixture(priv: dict, obj: str) -> np.ndarray | None:
     return None
 
 
-def grasp_pose(priv: dict, obj: str) -> tuple[np.ndarray, float]:
+def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndarray, float]:
     """``(end-effector grasp position, gripper yaw in rad)`` for ``obj``.
 
     A bowl is gripped on its rim at angle θ around its centre, the fingers opening radially (yaw θ − 90°, the
     default fingers open along world y): θ = ±90° on the side with more room among the neighbours, or across
     a drawer's slide direction when the bowl is in a drawer (its front and back panels leave no room for a
-    finger). Anything else: straight down on its origin, yaw 0.
+    finger). With ``target`` (the destination's pose key prefix) a side's room is the smaller of its room at the
+    pick and its room among the articulated fixtures (but the one ``target`` belongs to) and open drawers' handles
+    where the hand will be over ``target`` (see :data:`FIXTURE_RADIUS`). Anything else: straight down on its origin, yaw 0.
     """
     pos = _vec(priv, f"{obj}_pos")
     if not _is_bowl(obj):
@@ -270,13 +289,24 @@ def grasp_pose(priv: dict, obj: str) -> tuple[np.ndarray, float]:
         thetas = [-np.pi / 2, np.pi / 2]
     others = [(n, r) for n, r in _neighbours(priv, obj) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
 
+    radius, dz = _rim(priv, obj)
+
     def point(theta: float) -> np.ndarray:
-        return pos + np.array([BOWL_RIM * np.cos(theta), BOWL_RIM * np.sin(theta), BOWL_GRASP_DZ])
+        return pos + np.array([radius * np.cos(theta), radius * np.sin(theta), dz])
 
     eef = _vec(priv, "eef_pos")
+    dest = _vec(priv, f"{target}_pos") if target is not None and f"{target}_pos" in priv else None
+    home = [f for f in _fixtures(priv) if target is not None and target.startswith(f)]  # set down on it: no wall
+    walls = [(_vec(priv, f"{f}_pos"), FIXTURE_RADIUS) for f in _fixtures(priv) if f not in home]
+    walls += [(handle, HANDLE_RADIUS) for handle in open_handles(priv)]
+
+    def room(xy: np.ndarray, around: list) -> float:
+        return min((float(np.linalg.norm(xy - n[:2])) - r for n, r in around), default=1.0)
 
     def score(theta: float) -> float:
-        clearance = min((float(np.linalg.norm(point(theta)[:2] - n[:2])) - r for n, r in others), default=1.0)
+        clearance = room(point(theta)[:2], others)
+        if dest is not None:  # where the hand will hold it over the destination
+            clearance = min(clearance, room(dest[:2] + point(theta)[:2] - pos[:2], walls))
         near_hand = SIDE_HYSTERESIS * float(np.linalg.norm(point(theta)[:2] - eef[:2]))
         robot_side = FAR_SIDE_BONUS if abs(theta - np.pi) < 1e-9 and clearance > FAR_SIDE_CLEARANCE else 0.0
         return clearance - 0.01 * abs(wrap_yaw(theta - np.pi / 2)) - near_hand + robot_side
@@ -305,7 +335,8 @@ def hold_distance(priv: dict, obj: str) -> float:
     if not _is_bowl(obj):
         grasp, _ = _box_grasp(priv, obj)
         return float(np.linalg.norm(eef - grasp))
-    return float(np.hypot(np.linalg.norm(rel[:2]) - BOWL_RIM, rel[2] - BOWL_GRASP_DZ))
+    radius, dz = _rim(priv, obj)
+    return float(np.hypot(np.linalg.norm(rel[:2]) - radius, rel[2] - dz))
 
 
 def _via(eef: np.ndarray, goal_xy: np.ndarray, height: float, final: np.ndarray, tol: float) -> np.ndarray:
@@ -326,7 +357,7 @@ def place(priv: dict, goal: tuple[str, str, str] | None) -> np.ndarray:
         move = _toward(eef, eef + np.array([0, 0, 0.02]))
         return np.concatenate([move, rotation_action(quat), [-1.0]]).astype(np.float32)
     predicate, obj, target = goal
-    grasp, yaw = grasp_pose(priv, obj)
+    grasp, yaw = grasp_pose(priv, obj, target)
     near = hold_distance(priv, obj)
     hover = grasp[2] + HOVER
     rot = rotation_action(quat)
