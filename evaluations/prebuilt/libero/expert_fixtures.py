@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .expert_motion import toward
+from .expert_motion import vec as _vec
 from .rotation import _down_with_yaw, _quat_mul, rotation_action, rotation_error, wrap_yaw
 
 #: Knob: LIBERO's FlatStove ``turn_on`` is qpos ≥ 0.5 rad; the hand turns this far past the knob's angle.
@@ -70,10 +71,6 @@ PUSH_GAP = 0.015
 CLEAR_MARGIN = 0.04
 CLEAR_PAST = 0.03
 SIDE_MARGIN = 0.015
-
-
-def _vec(priv: dict, key: str) -> np.ndarray:
-    return np.asarray(priv[key], dtype=np.float64).reshape(-1)
 
 
 def _gap_speed(priv: dict) -> tuple[float, float]:

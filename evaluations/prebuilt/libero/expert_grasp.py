@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .expert_motion import vec as _vec
+
 #: A finger's footprint around the end effector, in the gripper frame (m): from PAD_IN to PAD_OUT along the
 #: opening direction (open fingers), ±FINGER_HALF_WIDTH across it, plus CLEARANCE all round.
 PAD_IN = 0.035
@@ -19,10 +21,6 @@ FINGER_HALF_WIDTH = 0.013
 CLEARANCE = 0.005
 #: The grasp point stays at least this far (m) from the box's ends.
 END_MARGIN = 0.015
-
-
-def _vec(priv: dict, key: str) -> np.ndarray:
-    return np.asarray(priv[key], dtype=np.float64).reshape(-1)
 
 
 def clear_fingers(priv: dict, obj: str, grasp: np.ndarray, yaw: float) -> np.ndarray:

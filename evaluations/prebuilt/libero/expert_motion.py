@@ -19,3 +19,8 @@ def toward(eef: np.ndarray, waypoint: np.ndarray) -> np.ndarray:
     if norm < 0.003:
         return np.clip(GAIN * error, -1.0, 1.0)
     return np.clip(error / norm * max(GAIN * norm, MIN_STEP), -1.0, 1.0)
+
+
+def vec(priv: dict, key: str) -> np.ndarray:
+    """``priv[key]`` (a privileged observation's entry) as a flat float64 array; KeyError if it is absent."""
+    return np.asarray(priv[key], dtype=np.float64).reshape(-1)

@@ -42,6 +42,7 @@ import numpy as np
 from .expert_grasp import clear_fingers
 from .expert_fixtures import open_handles
 from .expert_motion import toward as _toward
+from .expert_motion import vec as _vec
 from .rotation import rotation_action, wrap_yaw
 
 #: Finger gap (m, ``qpos[0] - qpos[1]``) above which the gripper counts as open.
@@ -122,10 +123,6 @@ def _text(value: Any) -> str:
 def parse_goal(text: str) -> list[list[str]]:
     """``"on a b; in c d"`` → ``[["on", "a", "b"], ["in", "c", "d"]]`` (the privileged ``goal`` text)."""
     return [part.split() for part in str(text).split(";") if part.strip()]
-
-
-def _vec(priv: dict, key: str) -> np.ndarray:
-    return np.asarray(priv[key], dtype=np.float64).reshape(-1)
 
 
 def _body_of(priv: dict, name: str) -> str | None:
