@@ -167,4 +167,4 @@ def test_field_cases_through_the_unmodified_clients(live, monkeypatch):
     r = live.cli("eval", "list", "--limit", "0")
     assert r.returncode == 1 and "HTTP 400 Bad Request: limit: must be a whole number from 1 to 500" in r.stderr, r.stderr
     r = live.cli("eval", "submit", "-", stdin=json.dumps({"model": "Prebuilt/random", "tasks": tasks}))
-    assert r.returncode == 1 and 'model.model: "Prebuilt/random" has uppercase letters' in r.stderr, r.stderr
+    assert r.returncode == 1 and 'Bad Request: model: "Prebuilt/random" has uppercase letters' in r.stderr, r.stderr
