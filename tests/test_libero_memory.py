@@ -28,7 +28,7 @@ _SCRIPT = """
     ARGS = ["--env", "evaluations.prebuilt.libero:Libero", "--kwargs-json", json.dumps(KWARGS)]
     tmp = tempfile.mkdtemp(prefix="rlm-zyg-test-")
     env = {**os.environ, "RLMESH_LIBERO_ZYGOTE_IDLE_SECONDS": "60", "OPENBLAS_NUM_THREADS": "1"}
-    me = [os.getpid(), open(f"/proc/{os.getpid()}/stat").read().rsplit(")", 1)[1].split()[19]]
+    me = [os.getpid(), int(open(f"/proc/{os.getpid()}/stat").read().rsplit(")", 1)[1].split()[19])]
 
     def ready(addr):
         while True:
@@ -91,6 +91,7 @@ _SCRIPT = """
         count = lambda name: len(re.findall(r"Applying task order", open(f"{tmp}/{name}.log").read()))
         out["builds"] = {"fresh": count("fresh"), "second": count("second")}
         out["adopted"] = "forked from the LIBERO zygote" in open(f"{tmp}/second.log").read()
+        out["cmdline"] = open(f"/proc/{second[0]}/cmdline").read().replace("\\0", " ")
         for pid in (first[0], second[0]):
             os.killpg(pid, 15)
     finally:
@@ -146,6 +147,9 @@ def test_a_forked_server_runs_the_episodes_a_fresh_server_runs(measured):
     assert measured["distinct"] == 3
     assert measured["first_equal"] is True and measured["second_equal"] is True
     assert measured["adopted"] is True  # it served the zygote's env, not one it built
+    # ps shows the server it is, as for a forkserver's child, not the zygote it was forked from
+    assert "-m rlmesh.serve --env evaluations.prebuilt.libero:Libero" in measured["cmdline"], measured["cmdline"]
+    assert "zygote" not in measured["cmdline"]
 
 
 @pytest.mark.slow

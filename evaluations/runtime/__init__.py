@@ -1,14 +1,14 @@
 """Runtime backends: how env and model servers are started for a shard.
 
 ``get_backend()`` imports the dotted path in ``settings.RLMESH_RUNTIME`` once and caches the instance.
+
+Importing the package imports no Django (the functions do, when called): env venvs without Django import its
+Django-free modules (:mod:`.forkchild`, :mod:`.processes`), e.g. LIBERO's zygote.
 """
 
 from __future__ import annotations
 
 from functools import cache
-
-from django.conf import settings
-from django.utils.module_loading import import_string
 
 from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec
 
@@ -18,6 +18,9 @@ __all__ = ["RuntimeBackend", "RuntimeBackendError", "ServedEndpoint", "ServerSpe
 @cache
 def get_backend() -> RuntimeBackend:
     """The configured runtime backend (a singleton per process)."""
+    from django.conf import settings
+    from django.utils.module_loading import import_string
+
     return import_string(settings.RLMESH_RUNTIME)()
 
 

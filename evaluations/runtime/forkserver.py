@@ -15,7 +15,6 @@ forkserver's stdin (``{"args", "env", "log", "cwd", "nodelay"}``), one line back
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -25,6 +24,7 @@ import threading
 import time
 from pathlib import Path
 
+from .forkchild import become_server, die_with_parent
 from .processes import start_time
 
 __all__ = ["PRELOAD", "ForkedProcess", "start", "warm_up"]
@@ -32,61 +32,24 @@ __all__ = ["PRELOAD", "ForkedProcess", "start", "warm_up"]
 #: Imported once in the forkserver; every server forked from it starts with them loaded.
 PRELOAD = ("numpy", "gymnasium", "rlmesh", "rlmesh.serve", "evaluations.prebuilt.envs", "evaluations.prebuilt.models",
            "evaluations.prebuilt.policies")
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 # ------------------------------------------------------------------ the forkserver (its own process)
 def _serve(request: dict) -> None:  # in the forked child: becomes the server, never returns
-    import runpy
-
-    import setproctitle
-
-    try:
-        # ps/pgrep show it as the command it replaces, not as the forkserver it was forked from.
-        setproctitle.setproctitle(" ".join([sys.executable, "-m", "rlmesh.serve", *request["args"]]))
-        os.setpgrp()
-        _die_with_parent()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        fd = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        sys.stdout = open(1, "w", buffering=1, closefd=False)
-        sys.stderr = open(2, "w", buffering=1, closefd=False)
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.chdir(request["cwd"])
-        sys.argv = ["rlmesh.serve", *request["args"]]
+    def before_run():
         if request.get("nodelay"):
             from .tcp_nodelay import watch
 
             watch()  # TCP_NODELAY on the listener rlmesh.serve is about to bind
-        runpy.run_module("rlmesh.serve", run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:  # noqa: BLE001 - the server's own error goes to its log
-        import traceback
 
-        traceback.print_exc()
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    become_server(request, with_parent=True, before_run=before_run)
 
 
 def main() -> None:
     """Forkserver loop: preload, then fork one server per request line until stdin closes (its worker is gone)."""
     import importlib
 
-    _die_with_parent()
+    die_with_parent()
     for name in PRELOAD:
         importlib.import_module(name)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # servers are reaped automatically

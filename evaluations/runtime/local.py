@@ -9,7 +9,6 @@ Only trusted sources (``python://`` from the prebuilt catalog) are ever started 
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
@@ -25,18 +24,15 @@ from pathlib import Path
 from django.conf import settings
 
 from . import forkserver, tcp_nodelay, zygote
+from .forkchild import die_with_parent
 from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections
 
-_PR_SET_PDEATHSIG = 1
 #: Socket directories are named ``rlm-<pid of the worker process>-…`` so the reaper can tell whose they are.
 SOCKET_DIR_PREFIX = "rlm-"
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
+    die_with_parent()
     os.setpgrp()
 
 

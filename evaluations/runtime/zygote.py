@@ -28,6 +28,7 @@ from django.conf import settings
 from ..prebuilt.libero import adopt as libero_adopt, zygote as libero_zygote
 from .base import RuntimeBackendError, ServerSpec
 from .forkserver import ForkedProcess
+from .processes import start_time
 
 __all__ = ["serves", "socket_path", "start"]
 
@@ -47,9 +48,11 @@ def serves(spec: ServerSpec, python: str, target: str) -> bool:
 def socket_path(python: str) -> Path:
     """The zygote's socket for ``python``: in ``RLMESH_RUN_DIR`` (the temp dir when that path is too long for a
     unix socket), named by a digest of the user, the checkout, the interpreter and the bytes of every
-    ``evaluations/prebuilt/libero/*.py`` (a code change gets a new zygote)."""
+    ``evaluations/prebuilt/libero/*.py`` and of the runtime modules the zygote's children run (a code change gets a
+    new zygote)."""
     h = hashlib.sha256(f"{os.getuid()}:{settings.BASE_DIR}:{python}".encode())
-    for path in sorted(_MODULES.glob("*.py")):
+    here = Path(__file__).resolve().parent
+    for path in [*sorted(_MODULES.glob("*.py")), here / "forkchild.py", here / "processes.py"]:
         h.update(path.read_bytes())
     name = f"libero-zygote-{h.hexdigest()[:16]}.sock"
     run_dir = Path(settings.RLMESH_RUN_DIR)
@@ -106,7 +109,10 @@ def start(spec: ServerSpec, python: str, args: list[str], *, env: dict, log_path
     path = socket_path(python)
     sock = _start_zygote(python, path, env, cwd, spec.ready_limit)
     me = os.getpid()
-    request = {"args": args, "env": env, "log": log_path, "cwd": cwd, "worker": [me, _start_of(me)]}
+    started = start_time(me)
+    if started is None:
+        raise RuntimeBackendError(f"cannot read /proc/{me}/stat")
+    request = {"args": args, "env": env, "log": log_path, "cwd": cwd, "worker": [me, started]}
     with sock, sock.makefile("rw") as stream:
         stream.write(json.dumps(request) + "\n")
         stream.flush()
@@ -117,10 +123,3 @@ def start(spec: ServerSpec, python: str, args: list[str], *, env: dict, log_path
     if "error" in reply:
         raise OSError(f"the LIBERO zygote could not fork the server: {reply['error']}")
     return ForkedProcess(reply["pid"], int(reply["start"]) if reply.get("start") else None)
-
-
-def _start_of(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        raise RuntimeBackendError(f"cannot read /proc/{pid}/stat") from None

@@ -37,6 +37,8 @@ import threading
 import time
 from collections import OrderedDict
 
+from ...runtime.forkchild import become_server
+from ...runtime.processes import start_time
 from .adopt import TARGET, template_key
 
 __all__ = ["main"]
@@ -70,59 +72,25 @@ def _kwargs(args: list[str]) -> dict:
     return json.loads(args[args.index("--kwargs-json") + 1]) if "--kwargs-json" in args else {}
 
 
-def _watch(pid: int, start: str | None) -> None:
+def _watch(pid: int, start: int | None) -> None:
     """Exit (the whole process group) once the process ``pid`` started at ``start`` is gone."""
     def run():
-        while _start_of(pid) == start:
+        while start_time(pid) == start:
             time.sleep(1.0)
         os.killpg(0, signal.SIGKILL)
 
     threading.Thread(target=run, daemon=True, name="worker-watch").start()
 
 
-def _start_of(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return None if fields[0] in ("Z", "X") else fields[19]
-    except (OSError, IndexError):
-        return None
-
-
 def _serve(request: dict, key: tuple, env) -> None:  # in the forked child: becomes the server, never returns
-    import runpy
-
     from . import adopt as libero_adopt
 
-    code = 1
-    try:
-        os.setpgrp()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        fd = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        sys.stdout = open(1, "w", buffering=1, closefd=False)
-        sys.stderr = open(2, "w", buffering=1, closefd=False)
-        _watch(*request["worker"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.chdir(request["cwd"])
+    def before_run():
+        _watch(*request["worker"])  # the zygote outlives workers: its servers die with the worker that asked
         libero_adopt.ADOPTABLE = (key, env)
         print(f"forked from the LIBERO zygote (pid {os.getppid()}) with the built env of {key}", flush=True)
-        sys.argv = ["rlmesh.serve", *request["args"]]
-        runpy.run_module("rlmesh.serve", run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:  # noqa: BLE001 - the server's own error goes to its log
-        import traceback
 
-        traceback.print_exc()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    become_server(request, with_parent=False, before_run=before_run)
 
 
 def _handle(conn: socket.socket, templates: _Templates) -> None:
@@ -144,7 +112,7 @@ def _handle(conn: socket.socket, templates: _Templates) -> None:
         if pid == 0:
             conn.close()
             _serve(request, key, env)
-        stream.write(json.dumps({"pid": pid, "start": _start_of(pid)}) + "\n")
+        stream.write(json.dumps({"pid": pid, "start": start_time(pid)}) + "\n")
         stream.flush()
 
 
