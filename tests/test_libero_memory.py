@@ -15,7 +15,8 @@ from tests.test_libero import LIBERO_PYTHON, _libero
 
 # libero_spatial/4 (a seeded fixture placement and a drawer sampler, see test_libero_reset), privileged for the
 # expert, no cameras: what the planner asks for the expert. The fresh server is today's start: a new interpreter,
-# RLMESH_LIBERO_LEAN=0 (the render context opened at construction, the build memory kept).
+# RLMESH_LIBERO_LEAN=0 (the render context opened at construction, the build memory kept, and robosuite's two
+# mj_forward per physics substep, libero/stepping.py): its episodes are the reference the forked servers must repeat.
 _SCRIPT = """
     import hashlib, json, os, re, socket, subprocess, sys, tempfile, time
     import numpy as np, rlmesh

@@ -13,6 +13,7 @@ from .describe import action_space, observation_space
 from .episodes import CAMERA_KEYS, DUMMY_ACTION, IMAGE_SIZE, NUM_INIT_STATES, SETTLE_STEPS, init_state_index
 from .memory import lean, open_render_context, release_build_memory
 from .reset import SceneSnapshot, one_build_of_property_samplers, soft_reset
+from .stepping import skip_repeated_forward
 
 __all__ = ["LiberoTaskEnv", "agent_pos", "quat2axisangle"]
 
@@ -83,6 +84,8 @@ class LiberoTaskEnv(gym.Env):
             hard_reset=self.hard_reset, has_renderer=False,
             has_offscreen_renderer=bool(self.cameras) or not self.lean,
         )
+        if self.lean:
+            skip_repeated_forward(self._env.env)  # the same physics, one mj_forward per substep instead of two
         self._snapshot = None if self.hard_reset else SceneSnapshot(self._env.env)
         if self.hard_reset:
             one_build_of_property_samplers(self._env.env)
