@@ -35,6 +35,7 @@ def before_after(episodes: int, sweep: str, workers: int) -> None:
     print("expert through the platform ...", flush=True)
     rate = out["expert"] = {}
     rate["before"] = ba.platform(ba.BEFORE, ["libero_object/0"], episodes, 1)
+    rate["before_n"] = ba.platform(ba.BEFORE, ["libero_object/0"], episodes, workers)
     rate["after_1"] = ba.platform(ba.AFTER, ["libero_object/0"], episodes, 1)
     rate["after"] = ba.platform(ba.AFTER, ["libero_object/0"], episodes, workers)
     save()
@@ -79,7 +80,7 @@ def _print(out: dict, tasks: list[str], states: int) -> None:
         ("memory, each additional env (PSS)", f"{(b_two - b_first) / gb:.2f} GB", f"{(a_two - a_first) / gb:.2f} GB"),
         ("expert episodes/min, libero_object/0, 1 worker", f"{e['before']['per_min']:.1f}",
          f"{e['after_1']['per_min']:.1f}"),
-        (f"expert episodes/min per host (AFTER {out['workers_after']} workers)", f"{e['before']['per_min']:.1f}",
+        (f"expert episodes/min, libero_object/0, {out['workers_after']} workers", f"{e['before_n']['per_min']:.1f}",
          f"{e['after']['per_min']:.1f}"),
         (f"sweep {len(tasks)} tasks x {states} ({n} episodes)", "",
          f"{w['platform_wall_s'] / 60:.1f} min ({after_rate:.1f}/min)"),
@@ -90,6 +91,10 @@ def _print(out: dict, tasks: list[str], states: int) -> None:
     print(f"{'':{width}}  {'BEFORE':>24}  {'AFTER':>24}")
     for name, before, after in rows:
         print(f"{name:{width}}  {before:>24}  {after:>24}")
+    n_w = out["workers_after"]
+    print(f"expert episodes/min, AFTER / BEFORE: {e['after_1']['per_min'] / e['before']['per_min']:.2f}x with 1 worker each, "
+          f"{e['after']['per_min'] / e['before_n']['per_min']:.2f}x with {n_w} each, "
+          f"{e['after']['per_min'] / e['before']['per_min']:.2f}x AFTER with {n_w} against BEFORE with 1")
     print("per-task expert successes (sweep, AFTER):")
     for task, (ok, total) in sorted(w["per_task"].items()):
         print(f"  {task}: {ok}/{total}")
