@@ -1,4 +1,5 @@
-"""evaluations/prebuilt/libero/stepping.py: the controller's repeated mj_forward is skipped, and only there.
+"""What a LIBERO step no longer repeats: the controller's mj_forward (evaluations/prebuilt/libero/stepping.py) and the
+privileged observation's walk of the body tree (privileged._subtree_geoms).
 
 The physics is unchanged (same digests): tests/test_libero_memory.py (a server on the old path against forked ones)
 and tests/test_libero_parity.py (LeRobot's own env, every step) check that with the simulator.
@@ -64,3 +65,32 @@ def test_a_rebuilt_simulation_is_covered():  # a hard reset replaces domain.sim
     domain.sim = Sim()
     domain.substep(1)
     assert domain.sim.forwards == 1
+
+
+def test_an_objects_collision_geoms_are_found_once_per_model(monkeypatch):
+    """privileged._subtree_geoms walks the model's body tree for every object at every observation unless kept."""
+    import numpy as np
+
+    from evaluations.prebuilt.libero import privileged
+
+    class Model:  # body 1 with child 2; geoms 0 (body 1), 1 (body 2), 2 (body 0, the world)
+        nbody = 3
+        body_parentid = np.array([0, 0, 1])
+        geom_bodyid = np.array([1, 2, 0])
+        geom_contype = np.array([1, 1, 1])
+        geom_conaffinity = np.array([1, 1, 1])
+
+    calls = []
+    find = privileged._find_subtree_geoms
+
+    def counting(model, body):
+        calls.append(body)
+        return find(model, body)
+
+    model = Model()
+    monkeypatch.setattr(privileged, "_find_subtree_geoms", counting)
+    first = privileged._subtree_geoms(model, 1)
+    again = privileged._subtree_geoms(model, 1)
+    rebuilt = privileged._subtree_geoms(Model(), 1)  # a hard reset's new model: found again
+    assert list(first) == [0, 1] and again is first and list(rebuilt) == [0, 1]
+    assert calls == [1, 1]

@@ -136,6 +136,15 @@ def _joint_geometry(problem: Any, joint: str, sign: float) -> tuple[np.ndarray, 
 
 
 def _subtree_geoms(model: Any, body: int) -> np.ndarray:
+    """The collision geoms of ``body`` and its descendants (all its geoms if none collide). The model's structure
+    does not change while it lives, so the answer is kept on the model (a hard reset's rebuild starts afresh)."""
+    kept = model.__dict__.setdefault("_rlmesh_subtree_geoms", {})
+    if body not in kept:
+        kept[body] = _find_subtree_geoms(model, body)
+    return kept[body]
+
+
+def _find_subtree_geoms(model: Any, body: int) -> np.ndarray:
     bodies = {body}
     for b in range(body + 1, model.nbody):
         if int(model.body_parentid[b]) in bodies:
