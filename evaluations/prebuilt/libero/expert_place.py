@@ -109,6 +109,11 @@ PLACED_XY = 0.05
 #: milk carton hung by its gable roof's eave on one finger pad and rose with the hand, then fell out of reach.
 REACH_IN = 0.01
 RIM_CLEARANCE = 0.03
+#: An open hand within LEAVE_MARGIN (m, xy) of an ``in`` goal's container (the basket) rises to LEAVE_CLEARANCE (m)
+#: above its top before it travels on: leaving the basket low toward the next object, the trailing finger
+#: hooked the rim from inside and lifted the basket, and the box just put in it, off the table.
+LEAVE_MARGIN = 0.06
+LEAVE_CLEARANCE = 0.04
 
 
 
@@ -372,8 +377,29 @@ def place(priv: dict, goal: tuple[str, str, str] | None) -> np.ndarray:
             inward = _vec(priv, f"{obj}_pos")[:2] - grasp[:2]
             inward = inward / max(float(np.linalg.norm(inward)), 1e-9)
         move, grip = _approach(priv, eef, grasp, hover, inward)
+        leave = leave_height(priv, eef, grasp)
+        if leave is not None:  # over the container: straight up to its rim's height, then level over it
+            low = eef[2] < leave - 0.01
+            move = _toward(eef, np.array([*(eef[:2] if low else grasp[:2]), max(leave, eef[2] if low else hover)]))
+            grip = -1.0
         rot = rotation_action(quat, yaw)
     return np.concatenate([move, rot, [grip]]).astype(np.float32)
+
+
+def leave_height(priv: dict, eef: np.ndarray, grasp: np.ndarray) -> float | None:
+    """The height (m) an open hand must first rise to, straight up, before approaching ``grasp``: the top of an
+    ``in`` goal's container (its bounding box) plus :data:`LEAVE_CLEARANCE`, when the hand is over that container
+    (within :data:`LEAVE_MARGIN` of its footprint) and ``grasp`` is outside it; else ``None``. Above that height
+    the hand travels on level, no lower, until it is clear of the container."""
+    for pred in parse_goal(_text(priv["goal"])):
+        box = _container_aabb(priv, pred[2]) if len(pred) == 3 and pred[0] == "in" else None
+        if box is None:
+            continue
+        over = bool(np.all(eef[:2] > box[:2] - LEAVE_MARGIN) and np.all(eef[:2] < box[3:5] + LEAVE_MARGIN))
+        inside = bool(np.all(grasp[:2] > box[:2]) and np.all(grasp[:2] < box[3:5]))
+        if over and not inside:
+            return float(box[5] + LEAVE_CLEARANCE)
+    return None
 
 
 def _approach(

@@ -1,0 +1,56 @@
+"""Fast unit tests of ``prebuilt/libero-expert`` on goals of several objects in a row (libero_10): synthetic
+privileged observations, no simulator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evaluations.prebuilt.libero import expert as ex
+from evaluations.prebuilt.libero import expert_place as ep
+
+REGION = "basket_1_contain_region"
+CHEESE, BUTTER = "cream_cheese_1", "butter_1"
+DOWN = [1.0, 0.0, 0.0, 0.0]
+UPRIGHT = [0.0, 0.0, 0.0, 1.0]
+
+
+def _box(centre, half) -> np.ndarray:
+    centre, half = np.asarray(centre, dtype=np.float64), np.asarray(half, dtype=np.float64)
+    return np.concatenate([centre - half, centre + half])
+
+
+def _two_boxes(eef, cheese=(0.0, 0.25, 0.463), butter=(0.03, 0.06, 0.445), gap=0.079) -> dict:
+    """libero_10 task 1: the cheese box and the butter for the basket (its top at 0.578 m, at +y)."""
+    scene = {
+        "eef_pos": np.asarray(eef, dtype=np.float64), "eef_quat": np.array(DOWN), "eef_vel": np.zeros(3),
+        "gripper_qpos": np.array([gap / 2, -gap / 2]), "gripper_qvel": np.zeros(2),
+        "basket_1_pos": np.array([0.0, 0.265, 0.432]), "basket_1_quat": np.array(UPRIGHT),
+        "basket_1_aabb": np.array([-0.072, 0.181, 0.437, 0.086, 0.351, 0.578]),
+        f"{REGION}_pos": np.array([0.0, 0.265, 0.45]), f"{REGION}_quat": np.array(UPRIGHT),
+        "goal": f"in {CHEESE} {REGION}; in {BUTTER} {REGION}",
+    }
+    for name, pos, half in ((CHEESE, cheese, (0.041, 0.022, 0.009)), (BUTTER, butter, (0.038, 0.02, 0.0085))):
+        scene.update({f"{name}_pos": np.asarray(pos, dtype=np.float64), f"{name}_quat": np.array(UPRIGHT),
+                      f"{name}_aabb": _box(pos, half)})
+    return scene
+
+
+def test_after_a_release_into_the_basket_the_hand_rises_over_its_rim_before_it_leaves():
+    """Leaving the basket low toward the butter, the trailing finger hooked the rim and lifted the basket and
+    the cheese in it off the table (libero_10 task 1, init states 1-3)."""
+    scene = _two_boxes(eef=(0.0, 0.246, 0.59))  # 1.2 cm over the rim
+    assert ex.current_goal(scene) == ("in", BUTTER, REGION)
+    action = ex.plan(scene)
+    assert action[2] > 0.2 and abs(action[0]) < 0.05 and abs(action[1]) < 0.05  # straight up
+    assert action[6] == -1.0
+    high = ex.plan(_two_boxes(eef=(0.0, 0.246, 0.619)))  # where it let go: on toward the butter, level
+    assert high[1] < -0.5 and high[2] > -0.05  # not down
+    past = ex.plan(_two_boxes(eef=(0.0, 0.1, 0.625)))  # clear of the basket: down toward the butter
+    assert past[2] < -0.5
+
+
+def test_rising_over_the_basket_does_not_apply_away_from_it_or_to_a_grasp_inside_it():
+    assert ep.leave_height(_two_boxes(eef=(0.03, 0.06, 0.5)), np.array([0.03, 0.06, 0.5]),
+                           np.array([0.03, 0.06, 0.445])) is None  # beside the butter, away from the basket
+    scene = _two_boxes(eef=(0.0, 0.246, 0.6))
+    assert ep.leave_height(scene, scene["eef_pos"], np.array([0.0, 0.25, 0.46])) is None  # regrasp in the basket
