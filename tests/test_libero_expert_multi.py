@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from evaluations.prebuilt.libero import expert as ex
+from evaluations.prebuilt.libero import expert_goals as goals
 from evaluations.prebuilt.libero import expert_place as ep
 
 REGION = "basket_1_contain_region"
@@ -54,3 +55,46 @@ def test_rising_over_the_basket_does_not_apply_away_from_it_or_to_a_grasp_inside
                            np.array([0.03, 0.06, 0.445])) is None  # beside the butter, away from the basket
     scene = _two_boxes(eef=(0.0, 0.246, 0.6))
     assert ep.leave_height(scene, scene["eef_pos"], np.array([0.0, 0.25, 0.46])) is None  # regrasp in the basket
+
+
+MILK = "milk_1"
+
+
+def _milk_across_the_cheese(eef=(0.12, -0.18, 0.58), gap=0.079) -> dict:
+    """libero_10 task 1, init state 0 after the settle steps: the milk carton lies across the cheese box's +y half."""
+    scene = _two_boxes(eef=eef, cheese=(0.099, -0.181, 0.446), butter=(0.049, 0.058, 0.445), gap=gap)
+    scene.update({
+        f"{MILK}_pos": np.array([0.111, -0.139, 0.513]), f"{MILK}_quat": np.array([0.5, 0.5, 0.5, 0.5]),
+        f"{MILK}_aabb": np.array([0.048, -0.185, 0.437, 0.156, -0.084, 0.572]),
+    })
+    return scene
+
+
+def test_a_carton_lying_across_the_box_is_pushed_off_it_first_above_the_box():
+    """The finger landed on the carton lying across the cheese box until the step cap (task 1, init states 0, 4)."""
+    scene = _milk_across_the_cheese()
+    kind, name, point, floor = goals.next_goal(scene)
+    assert (kind, name) == ("uncover", MILK)
+    assert point[1] > -0.1  # away from the box, along +y
+    assert floor > scene[f"{CHEESE}_aabb"][5]  # the hand stays over the box's top
+    action = ex.plan(scene)
+    assert action[6] == 1.0  # fingers closed: a push
+    # behind the carton (over the box), at the floor height: the push moves it away from the box
+    low = _milk_across_the_cheese(eef=(0.108, -0.205, floor), gap=0.0)  # closed fingers, near the box's grasp
+    push = ex.plan(low)
+    assert push[1] > 0.2 and push[6] == 1.0
+
+
+def test_once_the_carton_is_off_the_box_it_is_picked_again():
+    scene = _milk_across_the_cheese()
+    scene[f"{MILK}_aabb"] = scene[f"{MILK}_aabb"] + np.array([0.0, 0.07, 0.0, 0.0, 0.07, 0.0])
+    scene[f"{MILK}_pos"] = scene[f"{MILK}_pos"] + np.array([0.0, 0.07, 0.0])
+    assert goals.next_goal(scene)[:3] == ("place", "in", CHEESE)
+
+
+def test_fingers_closing_at_the_box_grasp_point_keep_closing_whatever_its_bounding_box_neighbours():
+    grasp, _ = ep.grasp_pose(_milk_across_the_cheese(), CHEESE)
+    scene = _milk_across_the_cheese(eef=grasp, gap=0.06)
+    scene["gripper_qvel"] = np.array([-0.1, 0.1])
+    assert goals.next_goal(scene)[:3] == ("place", "in", CHEESE)
+    assert ex.plan(scene)[6] == 1.0

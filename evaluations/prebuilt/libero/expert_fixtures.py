@@ -262,10 +262,11 @@ def push(priv: dict, obj: str, target: str) -> np.ndarray:
     return push_to(priv, obj, _vec(priv, f"{target}_pos")[:2], inside=True)
 
 
-def push_to(priv: dict, obj: str, dest_xy: np.ndarray, inside: bool) -> np.ndarray:
+def push_to(priv: dict, obj: str, dest_xy: np.ndarray, inside: bool, floor: float | None = None) -> np.ndarray:
     """Push ``obj`` toward the table point ``dest_xy`` (m): fingers closed, the hand lowered behind its centre on the
     line from ``dest_xy`` through it, :data:`PUSH_INSET` inside its edge (``inside``: a plate's rim) or
-    :data:`PUSH_GAP` outside it (a box), then moved toward ``dest_xy``, steering back onto the line."""
+    :data:`PUSH_GAP` outside it (a box), then moved toward ``dest_xy``, steering back onto the line. ``floor``: the
+    lowest push height (m; over a box the pushed object lies across)."""
     eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
     pos = _vec(priv, f"{obj}_pos")
     box = _vec(priv, f"{obj}_aabb") if f"{obj}_aabb" in priv else np.concatenate([pos - 0.05, pos + 0.05])
@@ -274,7 +275,7 @@ def push_to(priv: dict, obj: str, dest_xy: np.ndarray, inside: bool) -> np.ndarr
     v = v / max(dist, 1e-9)
     across = np.array([-v[1], v[0]])
     radius = 0.5 * float(np.linalg.norm(v * (box[3:5] - box[:2])))  # the inscribed ellipse's (a round plate's)
-    low = box[2] + PUSH_DZ
+    low = box[2] + PUSH_DZ if floor is None else max(box[2] + PUSH_DZ, floor)
     behind = pos[:2] - v * (radius - PUSH_INSET if inside else radius + PUSH_GAP)
     rel = eef[:2] - pos[:2]
     along, lateral = float(rel @ v), float(rel @ across)
