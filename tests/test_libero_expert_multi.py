@@ -7,6 +7,7 @@ import numpy as np
 
 from evaluations.prebuilt.libero import expert as ex
 from evaluations.prebuilt.libero import expert_goals as goals
+from evaluations.prebuilt.libero import expert_multi as multi
 from evaluations.prebuilt.libero import expert_place as ep
 
 REGION = "basket_1_contain_region"
@@ -51,10 +52,10 @@ def test_after_a_release_into_the_basket_the_hand_rises_over_its_rim_before_it_l
 
 
 def test_rising_over_the_basket_does_not_apply_away_from_it_or_to_a_grasp_inside_it():
-    assert ep.leave_height(_two_boxes(eef=(0.03, 0.06, 0.5)), np.array([0.03, 0.06, 0.5]),
+    assert multi.leave_height(_two_boxes(eef=(0.03, 0.06, 0.5)), np.array([0.03, 0.06, 0.5]),
                            np.array([0.03, 0.06, 0.445])) is None  # beside the butter, away from the basket
     scene = _two_boxes(eef=(0.0, 0.246, 0.6))
-    assert ep.leave_height(scene, scene["eef_pos"], np.array([0.0, 0.25, 0.46])) is None  # regrasp in the basket
+    assert multi.leave_height(scene, scene["eef_pos"], np.array([0.0, 0.25, 0.46])) is None  # regrasp in the basket
 
 
 MILK = "milk_1"
@@ -97,4 +98,60 @@ def test_fingers_closing_at_the_box_grasp_point_keep_closing_whatever_its_boundi
     scene = _milk_across_the_cheese(eef=grasp, gap=0.06)
     scene["gripper_qvel"] = np.array([-0.1, 0.1])
     assert goals.next_goal(scene)[:3] == ("place", "in", CHEESE)
+    assert ex.plan(scene)[6] == 1.0
+
+
+STOVE = "flat_stove_1_cook_region"
+POT1, POT2 = "moka_pot_1", "moka_pot_2"
+
+
+def _two_pots(eef=(0.0, 0.0, 1.2), pot1=(-0.054, 0.258, 0.966), pot2=(0.041, 0.043, 0.966), gap=0.079) -> dict:
+    """libero_10 task 8: two moka pots (8 cm across, 15 cm along y with the handle) for the stove's 15 cm cook region."""
+    scene = {
+        "eef_pos": np.asarray(eef, dtype=np.float64), "eef_quat": np.array(DOWN), "eef_vel": np.zeros(3),
+        "gripper_qpos": np.array([gap / 2, -gap / 2]), "gripper_qvel": np.zeros(2),
+        f"{STOVE}_pos": np.array([-0.052, -0.194, 0.905]), f"{STOVE}_quat": np.array(UPRIGHT),
+        f"{STOVE}_size": np.array([0.075, 0.075, 0.002]),
+        "flat_stove_1_pos": np.array([-0.202, -0.194, 0.905]), "flat_stove_1_quat": np.array(UPRIGHT),
+        "flat_stove_1_qpos": np.array([1.4]),
+        "goal": f"on {POT1} {STOVE}; on {POT2} {STOVE}",
+    }
+    for name, pos in ((POT1, pot1), (POT2, pot2)):
+        pos = np.asarray(pos, dtype=np.float64)
+        scene.update({f"{name}_pos": pos, f"{name}_quat": np.array(UPRIGHT),
+                      f"{name}_aabb": np.concatenate([pos + [-0.041, -0.09, -0.066], pos + [0.04, 0.056, 0.086]])})
+    return scene
+
+
+def test_two_objects_for_one_fixture_region_get_a_slot_each_across_their_narrow_sides():
+    """Both pots set at the region's centre: the second landed on the first and tipped over (task 8)."""
+    scene = _two_pots()
+    first, second = multi.destination(scene, POT1, STOVE), multi.destination(scene, POT2, STOVE)
+    assert abs(second[0] - first[0]) > 0.08 and abs(second[1] - first[1]) < 1e-9  # side by side along x
+    for slot in (first, second):
+        assert abs(slot[0] - scene[f"{STOVE}_pos"][0]) < 0.075  # LIBERO's On: the origin within the half-extent
+    # the first pot, standing on the centre, is not yet in its slot
+    centred = _two_pots(pot1=(-0.052, -0.194, 0.997))
+    assert ex.current_goal(centred) == ("on", POT1, STOVE)
+    in_slot = _two_pots(pot1=(first[0], first[1], 0.997))
+    assert ex.current_goal(in_slot) == ("on", POT2, STOVE)
+
+
+def test_a_single_object_or_a_basket_keeps_the_centre():
+    scene = _two_pots()
+    scene["goal"] = f"on {POT1} {STOVE}"
+    assert np.allclose(multi.destination(scene, POT1, STOVE), scene[f"{STOVE}_pos"])
+    basket = _two_boxes(eef=(0.0, 0.0, 0.7))
+    assert np.allclose(multi.destination(basket, CHEESE, REGION), basket[f"{REGION}_pos"])
+
+
+def test_a_load_standing_on_the_fixture_is_let_go_where_the_lowering_stopped():
+    """The stove's surface is 2.4 cm over the region's site: the pot stood on it with the hand 5.3 cm over the
+    release height, and was held until the step cap (task 8, init state 0)."""
+    slot = multi.destination(_two_pots(), POT1, STOVE)
+    pot = np.array([slot[0], slot[1], 1.003])  # its bottom 3.2 cm over the site, the hand 5.3 cm over the release
+    scene = _two_pots(eef=pot + [0.0, 0.0, 0.034], pot1=pot, gap=0.06)
+    assert ex.current_goal(scene) == ("on", POT1, STOVE)
+    assert ex.plan(scene)[6] == -1.0
+    scene["eef_vel"] = np.array([0.0, 0.0, -0.02])  # still coming down: keeps holding
     assert ex.plan(scene)[6] == 1.0

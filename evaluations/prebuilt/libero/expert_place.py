@@ -35,10 +35,10 @@ of nearby articulated fixtures. This module serves the ``on`` / ``in`` goals :fu
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from . import expert_multi as _multi
+from .expert_bddl import _container_aabb, _text, parse_goal
 from .expert_grasp import clear_fingers
 from .expert_fixtures import open_handles
 from .expert_motion import toward as _toward
@@ -109,25 +109,7 @@ PLACED_XY = 0.05
 #: milk carton hung by its gable roof's eave on one finger pad and rose with the hand, then fell out of reach.
 REACH_IN = 0.01
 RIM_CLEARANCE = 0.03
-#: An open hand within LEAVE_MARGIN (m, xy) of an ``in`` goal's container (the basket) rises to LEAVE_CLEARANCE (m)
-#: above its top before it travels on: leaving the basket low toward the next object, the trailing finger
-#: hooked the rim from inside and lifted the basket, and the box just put in it, off the table.
-LEAVE_MARGIN = 0.06
-LEAVE_CLEARANCE = 0.04
 
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        value = value.item() if value.shape == () else value.tolist()
-    if isinstance(value, (list, tuple)):
-        value = value[0] if value else ""
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def parse_goal(text: str) -> list[list[str]]:
-    """``"on a b; in c d"`` → ``[["on", "a", "b"], ["in", "c", "d"]]`` (the privileged ``goal`` text)."""
-    return [part.split() for part in str(text).split(";") if part.strip()]
 
 
 def _body_of(priv: dict, name: str) -> str | None:
@@ -173,22 +155,11 @@ def _placed(priv: dict, predicate: str, obj: str, target: str) -> bool:
     A held load that reaches into its container (``in``) is not placed either until it is down to the rim
     (:func:`reaches_in`).
     """
-    p, t = _vec(priv, f"{obj}_pos"), _vec(priv, f"{target}_pos")
+    p, t = _vec(priv, f"{obj}_pos"), _multi.destination(priv, obj, target)
     near = bool(np.linalg.norm(p[:2] - t[:2]) < PLACED_XY and -0.05 < p[2] - t[2] < 0.12)
     if not near or not _held(priv, obj):
         return near
     return predicate == "in" and not reaches_in(priv, obj, target)
-
-
-def _container_aabb(priv: dict, target: str) -> np.ndarray | None:
-    """The bounding box of the object a destination region belongs to (``basket_1_contain_region`` →
-    ``basket_1_aabb``), or ``None`` (a fixture's region: fixtures have no bounding box)."""
-    parts = target.split("_")
-    for cut in range(len(parts), 0, -1):
-        key = "_".join(parts[:cut]) + "_aabb"
-        if key in priv:
-            return _vec(priv, key)
-    return None
 
 
 def reaches_in(priv: dict, obj: str, target: str) -> bool:
@@ -377,29 +348,13 @@ def place(priv: dict, goal: tuple[str, str, str] | None) -> np.ndarray:
             inward = _vec(priv, f"{obj}_pos")[:2] - grasp[:2]
             inward = inward / max(float(np.linalg.norm(inward)), 1e-9)
         move, grip = _approach(priv, eef, grasp, hover, inward)
-        leave = leave_height(priv, eef, grasp)
+        leave = _multi.leave_height(priv, eef, grasp)
         if leave is not None:  # over the container: straight up to its rim's height, then level over it
             low = eef[2] < leave - 0.01
             move = _toward(eef, np.array([*(eef[:2] if low else grasp[:2]), max(leave, eef[2] if low else hover)]))
             grip = -1.0
         rot = rotation_action(quat, yaw)
     return np.concatenate([move, rot, [grip]]).astype(np.float32)
-
-
-def leave_height(priv: dict, eef: np.ndarray, grasp: np.ndarray) -> float | None:
-    """The height (m) an open hand must first rise to, straight up, before approaching ``grasp``: the top of an
-    ``in`` goal's container (its bounding box) plus :data:`LEAVE_CLEARANCE`, when the hand is over that container
-    (within :data:`LEAVE_MARGIN` of its footprint) and ``grasp`` is outside it; else ``None``. Above that height
-    the hand travels on level, no lower, until it is clear of the container."""
-    for pred in parse_goal(_text(priv["goal"])):
-        box = _container_aabb(priv, pred[2]) if len(pred) == 3 and pred[0] == "in" else None
-        if box is None:
-            continue
-        over = bool(np.all(eef[:2] > box[:2] - LEAVE_MARGIN) and np.all(eef[:2] < box[3:5] + LEAVE_MARGIN))
-        inside = bool(np.all(grasp[:2] > box[:2]) and np.all(grasp[:2] < box[3:5]))
-        if over and not inside:
-            return float(box[5] + LEAVE_CLEARANCE)
-    return None
 
 
 def _approach(
@@ -432,7 +387,7 @@ def _approach(
 
 def _carry(priv: dict, eef: np.ndarray, predicate: str, obj: str, target: str) -> tuple[np.ndarray, float]:
     """Carry the held object above the destination, lower it, release it."""
-    obj_pos, dest = _vec(priv, f"{obj}_pos"), _vec(priv, f"{target}_pos")
+    obj_pos, dest = _vec(priv, f"{obj}_pos"), _multi.destination(priv, obj, target)
     offset = obj_pos - eef  # where the object hangs relative to the fingers
     goal_xy = dest[:2] - offset[:2]
     release_z = dest[2] + RELEASE_CLEARANCE[predicate] - offset[2]
@@ -441,7 +396,7 @@ def _carry(priv: dict, eef: np.ndarray, predicate: str, obj: str, target: str) -
     over = np.linalg.norm(eef[:2] - goal_xy) < RELEASE_XY_TOL
     stalled = (
         predicate == "on"
-        and eef[2] < release_z + RELEASE_STALL_ABOVE
+        and (eef[2] < release_z + RELEASE_STALL_ABOVE or _multi.resting(priv, obj, target, dest))
         and float(np.linalg.norm(_vec(priv, "eef_vel"))) < STALL_SPEED
     )
     released = over and (eef[2] < release_z + 0.01 or stalled)
