@@ -106,7 +106,8 @@ POT1, POT2 = "moka_pot_1", "moka_pot_2"
 
 
 def _two_pots(eef=(0.0, 0.0, 1.2), pot1=(-0.054, 0.258, 0.966), pot2=(0.041, 0.043, 0.966), gap=0.079) -> dict:
-    """libero_10 task 8: two moka pots (8 cm across, 15 cm along y with the handle) for the stove's 15 cm cook region."""
+    """libero_10 task 8: two moka pots (8 cm across, 15 cm along y with the handle) for the stove's 15 cm cook
+    region."""
     scene = {
         "eef_pos": np.asarray(eef, dtype=np.float64), "eef_quat": np.array(DOWN), "eef_vel": np.zeros(3),
         "gripper_qpos": np.array([gap / 2, -gap / 2]), "gripper_qvel": np.zeros(2),
@@ -123,7 +124,7 @@ def _two_pots(eef=(0.0, 0.0, 1.2), pot1=(-0.054, 0.258, 0.966), pot2=(0.041, 0.0
     return scene
 
 
-def test_two_objects_for_one_fixture_region_get_a_slot_each_across_their_narrow_sides():
+def test_two_objects_for_one_fixture_region_get_a_slot_each_along_the_region():
     """Both pots set at the region's centre: the second landed on the first and tipped over (task 8)."""
     scene = _two_pots()
     first, second = multi.destination(scene, POT1, STOVE), multi.destination(scene, POT2, STOVE)
@@ -135,6 +136,10 @@ def test_two_objects_for_one_fixture_region_get_a_slot_each_across_their_narrow_
     assert ex.current_goal(centred) == ("on", POT1, STOVE)
     in_slot = _two_pots(pot1=(first[0], first[1], 0.997))
     assert ex.current_goal(in_slot) == ("on", POT2, STOVE)
+    turned = _two_pots(pot1=(first[0], first[1], 0.997))  # the first pot turned in the fingers: the same slot
+    centre = turned[f"{POT1}_pos"]
+    turned[f"{POT1}_aabb"] = np.concatenate([centre - [0.09, 0.04, 0.066], centre + [0.056, 0.041, 0.086]])
+    assert np.allclose(multi.destination(turned, POT1, STOVE), first)
 
 
 def test_a_single_object_or_a_basket_keeps_the_centre():
@@ -153,5 +158,7 @@ def test_a_load_standing_on_the_fixture_is_let_go_where_the_lowering_stopped():
     scene = _two_pots(eef=pot + [0.0, 0.0, 0.034], pot1=pot, gap=0.06)
     assert ex.current_goal(scene) == ("on", POT1, STOVE)
     assert ex.plan(scene)[6] == -1.0
-    scene["eef_vel"] = np.array([0.0, 0.0, -0.02])  # still coming down: keeps holding
-    assert ex.plan(scene)[6] == 1.0
+    scene["eef_vel"] = np.array([0.03, 0.0, 0.0])  # still correcting its xy against the pot's friction
+    assert ex.plan(scene)[6] == -1.0
+    high = _two_pots(eef=pot + [0.0, 0.0, 0.054], pot1=pot + [0.0, 0.0, 0.02], gap=0.06)  # 5.2 cm over the site
+    assert ex.plan(high)[6] == 1.0  # still coming down: keeps holding

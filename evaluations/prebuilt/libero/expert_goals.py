@@ -40,7 +40,8 @@ def next_goal(priv: dict) -> tuple | None:
     """The next thing to do: ``("unary", predicate, fixture, joint index)``, ``("push", obj, region)``,
     ``("clear", blocker, table point)`` (a loose object at the push's destination, pushed on past it),
     ``("place", predicate, obj, destination)``, ``("uncover", neighbour, table point, lowest push height)`` (a
-    neighbour lying across the box to pick, pushed off it first), or ``None`` (every predicate the expert knows is met)."""
+    neighbour lying across the box to pick, pushed off it first), or ``None`` (every predicate the expert knows is
+    met)."""
     for pred in goals(priv):
         if len(pred) == 2:
             met = fx.unary_met(priv, pred[0], pred[1])

@@ -7,11 +7,14 @@ region between several objects.
 * **A shared fixture region.** When several ``on`` goals name the same fixture region (libero_10: both moka pots
   on the stove's cook region, a 15 cm square), each object gets its own slot in it instead of the centre
   (:func:`destination`): slot ``i`` of ``k`` (goal order) lies ``(i − (k−1)/2) × spacing`` from the centre along
-  the axis across which the objects are narrower, the spacing their widest narrow side plus :data:`SLOT_GAP`,
-  kept :data:`SLOT_MARGIN` inside the region. LIBERO's ``On`` for a region site takes the object's origin
+  the region's longer side (x on a tie), the spacing the widest of the objects' narrow sides plus
+  :data:`SLOT_GAP`, kept :data:`SLOT_MARGIN` inside the region. The axis does not follow the objects' bounding
+  boxes: a pot turned in the fingers swapped it, moved the first pot's slot by 5 cm, and the expert went back for
+  the pot it had already set down. LIBERO's ``On`` for a region site takes the object's origin
   anywhere within its half-extents, so both slots count.
-* **Set down on a fixture.** A load held over a fixture region that has stopped lowering with its bottom on the
-  fixture's surface is let go there (:func:`resting`).
+* **Set down on a fixture.** A load held over a fixture region with its bottom down on the fixture's surface
+  is let go there (:func:`resting`), even while the hand still moves: pressing the pot onto the stove, the hand
+  kept correcting its xy against the pot's friction and never stopped.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ def resting(priv: dict, obj: str, target: str, dest: np.ndarray) -> bool:
     """A held ``obj`` already stands on the fixture whose region ``target`` is: its bottom (bounding box) within
     :data:`RESTING_ABOVE` of the region's site. The stove's surface is 2.4 cm over its cook region's site, so a
     moka pot set down on it stopped with the hand 5.3 cm over the release height, outside the stalled release's
-    5 cm, and was held there until the step cap (libero_10 task 8)."""
+    5 cm, and was held there until the step cap (libero_10 task 8, init state 0); in init state 2 the hand,
+    pressing the pot onto the stove, kept correcting its xy and never stopped."""
     if not fixture_region(priv, target) or f"{obj}_aabb" not in priv:
         return False
     return bool(_vec(priv, f"{obj}_aabb")[2] < dest[2] + RESTING_ABOVE)
@@ -76,9 +80,10 @@ def destination(priv: dict, obj: str, target: str) -> np.ndarray:
     if len(sharing) < 2 or obj not in sharing:
         return dest
     sizes = np.array([_vec(priv, f"{name}_aabb")[3:5] - _vec(priv, f"{name}_aabb")[:2] for name in sharing])
-    axis = int(np.argmin(sizes.sum(axis=0)))  # across the objects' narrower sides
-    spacing = float(sizes[:, axis].max()) + SLOT_GAP
-    half = float(_vec(priv, f"{target}_size")[axis]) - SLOT_MARGIN
+    region = _vec(priv, f"{target}_size")
+    axis = 1 if region[1] > region[0] else 0  # along the region's longer side (x on a tie)
+    spacing = float(sizes.min(axis=1).max()) + SLOT_GAP  # the objects side by side, their narrow sides facing
+    half = float(region[axis]) - SLOT_MARGIN
     offset = (sharing.index(obj) - 0.5 * (len(sharing) - 1)) * spacing
     dest[axis] += float(np.clip(offset, -half, half))
     return dest

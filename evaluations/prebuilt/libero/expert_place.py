@@ -396,8 +396,9 @@ def _carry(priv: dict, eef: np.ndarray, predicate: str, obj: str, target: str) -
     over = np.linalg.norm(eef[:2] - goal_xy) < RELEASE_XY_TOL
     stalled = (
         predicate == "on"
-        and (eef[2] < release_z + RELEASE_STALL_ABOVE or _multi.resting(priv, obj, target, dest))
+        and eef[2] < release_z + RELEASE_STALL_ABOVE
         and float(np.linalg.norm(_vec(priv, "eef_vel"))) < STALL_SPEED
     )
-    released = over and (eef[2] < release_z + 0.01 or stalled)
+    resting = predicate == "on" and _multi.resting(priv, obj, target, dest)
+    released = over and (eef[2] < release_z + 0.01 or stalled or resting)
     return _toward(eef, waypoint), (-1.0 if released else 1.0)
