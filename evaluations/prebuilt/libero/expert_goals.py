@@ -58,7 +58,7 @@ def next_goal(priv: dict) -> tuple | None:
                 clear = fx.blocker(priv, pred[1], pred[2])
                 return ("push", pred[1], pred[2]) if clear is None else ("clear", *clear)
             continue
-        single = ex.current_goal(dict(priv, goal=" ".join(pred)))
+        single = ex.current_goal(priv, [pred])
         if single is not None:
             cover = _covering(priv, single[1])
             return ("place", *single) if cover is None else ("uncover", *cover)

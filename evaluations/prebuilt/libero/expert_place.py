@@ -178,9 +178,10 @@ def reaches_in(priv: dict, obj: str, target: str) -> bool:
     return bool(load[2] < rim - REACH_IN and load[5] > rim + RIM_CLEARANCE)
 
 
-def current_goal(priv: dict) -> tuple[str, str, str] | None:
-    """The first ``(predicate, object, destination)`` pick-and-place goal not yet met, or ``None``."""
-    for pred in parse_goal(_text(priv["goal"])):
+def current_goal(priv: dict, preds: list[list[str]] | None = None) -> tuple[str, str, str] | None:
+    """The first ``(predicate, object, destination)`` pick-and-place goal not yet met, or ``None``; among ``preds``
+    (default: the whole goal's) while the whole goal still decides where each object goes (a shared region's slot)."""
+    for pred in parse_goal(_text(priv["goal"])) if preds is None else preds:
         if len(pred) != 3 or pred[0] not in ("on", "in"):
             continue
         obj, target = _body_of(priv, pred[1]), _body_of(priv, pred[2])
