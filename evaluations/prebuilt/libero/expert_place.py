@@ -15,7 +15,11 @@ step, in this order:
 4. fingers closing at the grasp point → hold still and keep closing;
 5. fingers stopped part-closed on nothing (a miss) → open;
 6. otherwise **approach**: rise to the hover height, move above the grasp point, descend, close (into a
-   drawer: down 2 cm inside the rim point, out to it in the last 4 cm, clear of the drawer's side wall).
+   drawer: down 2 cm inside the rim point, out to it in the last 4 cm, clear of the drawer's side wall; over
+   an ``in`` goal's container, first up over its rim: :func:`~evaluations.prebuilt.libero.expert_multi.leave_height`).
+
+Where each object goes (a shared fixture region's slot) and when a load stands on a fixture:
+:mod:`evaluations.prebuilt.libero.expert_multi`.
 
 Action (7 floats in [-1, 1]): ``[:3]`` position delta ``GAIN × (waypoint − eef)``, at least ``MIN_STEP`` outside a
 3 mm dead band, clipped (the controller scales 1 to 5 cm); ``[3:6]`` rotation delta toward the gripper pointing
