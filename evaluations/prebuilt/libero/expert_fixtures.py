@@ -198,12 +198,14 @@ def knob_contact(priv: dict, fixture: str, index: int = 0) -> tuple[np.ndarray, 
 
 def turn_knob(priv: dict, fixture: str, index: int = 0) -> np.ndarray:
     """Come down behind the knob bar's end, fingers closed, tilted :data:`KNOB_TILT` toward the robot, and push
-    the end round toward on."""
+    the end round toward on, with the full step (the controller's largest offset): at 0.75 of it the hand stalled
+    against the bar of a knob 1.5 cm nearer the robot (libero_10 task 2)."""
     eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
     start, waypoint, pushing = knob_contact(priv, fixture, index)
     rot = _rotate_to(quat, knob_orientation())
     if pushing:
-        return _action(_step(eef, waypoint), rot, 1.0)
+        move = _step(eef, waypoint)
+        return _action(move / max(float(np.abs(move).max()), 1e-9), rot, 1.0)
     dxy = float(np.linalg.norm(eef[:2] - start[:2]))
     if dxy < 0.01 or (dxy < 0.02 and eef[2] < start[2] + 0.03):  # above the start: down, correcting xy
         return _action(_step(eef, start), rot, 1.0)
@@ -262,10 +264,11 @@ def push(priv: dict, obj: str, target: str) -> np.ndarray:
     return push_to(priv, obj, _vec(priv, f"{target}_pos")[:2], inside=True)
 
 
-def push_to(priv: dict, obj: str, dest_xy: np.ndarray, inside: bool) -> np.ndarray:
+def push_to(priv: dict, obj: str, dest_xy: np.ndarray, inside: bool, floor: float | None = None) -> np.ndarray:
     """Push ``obj`` toward the table point ``dest_xy`` (m): fingers closed, the hand lowered behind its centre on the
     line from ``dest_xy`` through it, :data:`PUSH_INSET` inside its edge (``inside``: a plate's rim) or
-    :data:`PUSH_GAP` outside it (a box), then moved toward ``dest_xy``, steering back onto the line."""
+    :data:`PUSH_GAP` outside it (a box), then moved toward ``dest_xy``, steering back onto the line. ``floor``: the
+    lowest push height (m; over a box the pushed object lies across)."""
     eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
     pos = _vec(priv, f"{obj}_pos")
     box = _vec(priv, f"{obj}_aabb") if f"{obj}_aabb" in priv else np.concatenate([pos - 0.05, pos + 0.05])
@@ -274,7 +277,7 @@ def push_to(priv: dict, obj: str, dest_xy: np.ndarray, inside: bool) -> np.ndarr
     v = v / max(dist, 1e-9)
     across = np.array([-v[1], v[0]])
     radius = 0.5 * float(np.linalg.norm(v * (box[3:5] - box[:2])))  # the inscribed ellipse's (a round plate's)
-    low = box[2] + PUSH_DZ
+    low = box[2] + PUSH_DZ if floor is None else max(box[2] + PUSH_DZ, floor)
     behind = pos[:2] - v * (radius - PUSH_INSET if inside else radius + PUSH_GAP)
     rel = eef[:2] - pos[:2]
     along, lateral = float(rel @ v), float(rel @ across)

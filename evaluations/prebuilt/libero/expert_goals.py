@@ -24,6 +24,7 @@ import numpy as np
 
 from . import expert_place as ex
 from . import expert_fixtures as fx
+from .expert_grasp import covering
 
 #: Work order of the predicate kinds (lower first).
 ORDER = {"open": 0, "turnon": 0, "on": 1, "in": 1, "close": 2, "turnoff": 2}
@@ -38,7 +39,9 @@ def goals(priv: dict) -> list[list[str]]:
 def next_goal(priv: dict) -> tuple | None:
     """The next thing to do: ``("unary", predicate, fixture, joint index)``, ``("push", obj, region)``,
     ``("clear", blocker, table point)`` (a loose object at the push's destination, pushed on past it),
-    ``("place", predicate, obj, destination)``, or ``None`` (every predicate the expert knows is met)."""
+    ``("place", predicate, obj, destination)``, ``("uncover", neighbour, table point, lowest push height)`` (a
+    neighbour lying across the box to pick, pushed off it first), or ``None`` (every predicate the expert knows is
+    met)."""
     for pred in goals(priv):
         if len(pred) == 2:
             met = fx.unary_met(priv, pred[0], pred[1])
@@ -55,10 +58,24 @@ def next_goal(priv: dict) -> tuple | None:
                 clear = fx.blocker(priv, pred[1], pred[2])
                 return ("push", pred[1], pred[2]) if clear is None else ("clear", *clear)
             continue
-        single = ex.current_goal(dict(priv, goal=" ".join(pred)))
+        single = ex.current_goal(priv, [pred])
         if single is not None:
-            return ("place", *single)
+            cover = _covering(priv, single[1])
+            return ("place", *single) if cover is None else ("uncover", *cover)
     return None
+
+
+def _covering(priv: dict, obj: str) -> tuple[str, np.ndarray, float] | None:
+    """A neighbour lying across the box ``obj`` under a finger of its grasp, while ``obj`` is not held nor being
+    closed on (:func:`~evaluations.prebuilt.libero.expert_grasp.covering`; the push's own closed fingers beside
+    the box do not count); bowls and mugs are gripped on the rim."""
+    if ex._is_bowl(obj) or f"{obj}_aabb" not in priv or ex._held(priv, obj):
+        return None
+    qvel = ex._vec(priv, "gripper_qvel")
+    if float(qvel[0] - qvel[1]) < -ex.MOVING and ex.hold_distance(priv, obj) < ex.HOLD_TOL:
+        return None
+    grasp, yaw = ex.grasp_pose(priv, obj)
+    return covering(priv, obj, grasp, yaw)
 
 
 def _table_region(priv: dict, name: str) -> bool:
@@ -79,6 +96,8 @@ def plan(priv: dict) -> np.ndarray:
         return fx.push(priv, goal[1], goal[2])
     if goal[0] == "clear":
         return fx.push_to(priv, goal[1], goal[2], inside=False)
+    if goal[0] == "uncover":
+        return fx.push_to(priv, goal[1], goal[2], inside=False, floor=goal[3])
     if goal[0] == "place":
         return ex.place(priv, goal[1:])
     _, predicate, fixture, index = goal

@@ -15,7 +15,11 @@ step, in this order:
 4. fingers closing at the grasp point → hold still and keep closing;
 5. fingers stopped part-closed on nothing (a miss) → open;
 6. otherwise **approach**: rise to the hover height, move above the grasp point, descend, close (into a
-   drawer: down 2 cm inside the rim point, out to it in the last 4 cm, clear of the drawer's side wall).
+   drawer: down 2 cm inside the rim point, out to it in the last 4 cm, clear of the drawer's side wall; over
+   an ``in`` goal's container, first up over its rim: :func:`~evaluations.prebuilt.libero.expert_multi.leave_height`).
+
+Where each object goes (a shared fixture region's slot) and when a load stands on a fixture:
+:mod:`evaluations.prebuilt.libero.expert_multi`.
 
 Action (7 floats in [-1, 1]): ``[:3]`` position delta ``GAIN × (waypoint − eef)``, at least ``MIN_STEP`` outside a
 3 mm dead band, clipped (the controller scales 1 to 5 cm); ``[3:6]`` rotation delta toward the gripper pointing
@@ -35,10 +39,10 @@ of nearby articulated fixtures. This module serves the ``on`` / ``in`` goals :fu
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from . import expert_multi as _multi
+from .expert_bddl import _container_aabb, _text, parse_goal
 from .expert_grasp import clear_fingers
 from .expert_fixtures import open_handles
 from .expert_motion import toward as _toward
@@ -112,19 +116,6 @@ RIM_CLEARANCE = 0.03
 
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        value = value.item() if value.shape == () else value.tolist()
-    if isinstance(value, (list, tuple)):
-        value = value[0] if value else ""
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def parse_goal(text: str) -> list[list[str]]:
-    """``"on a b; in c d"`` → ``[["on", "a", "b"], ["in", "c", "d"]]`` (the privileged ``goal`` text)."""
-    return [part.split() for part in str(text).split(";") if part.strip()]
-
-
 def _body_of(priv: dict, name: str) -> str | None:
     """The pose key prefix for a BDDL name: the name itself, or the object a ``<obj>_<region>`` belongs to."""
     if f"{name}_pos" in priv:
@@ -168,22 +159,11 @@ def _placed(priv: dict, predicate: str, obj: str, target: str) -> bool:
     A held load that reaches into its container (``in``) is not placed either until it is down to the rim
     (:func:`reaches_in`).
     """
-    p, t = _vec(priv, f"{obj}_pos"), _vec(priv, f"{target}_pos")
+    p, t = _vec(priv, f"{obj}_pos"), _multi.destination(priv, obj, target)
     near = bool(np.linalg.norm(p[:2] - t[:2]) < PLACED_XY and -0.05 < p[2] - t[2] < 0.12)
     if not near or not _held(priv, obj):
         return near
     return predicate == "in" and not reaches_in(priv, obj, target)
-
-
-def _container_aabb(priv: dict, target: str) -> np.ndarray | None:
-    """The bounding box of the object a destination region belongs to (``basket_1_contain_region`` →
-    ``basket_1_aabb``), or ``None`` (a fixture's region: fixtures have no bounding box)."""
-    parts = target.split("_")
-    for cut in range(len(parts), 0, -1):
-        key = "_".join(parts[:cut]) + "_aabb"
-        if key in priv:
-            return _vec(priv, key)
-    return None
 
 
 def reaches_in(priv: dict, obj: str, target: str) -> bool:
@@ -202,9 +182,10 @@ def reaches_in(priv: dict, obj: str, target: str) -> bool:
     return bool(load[2] < rim - REACH_IN and load[5] > rim + RIM_CLEARANCE)
 
 
-def current_goal(priv: dict) -> tuple[str, str, str] | None:
-    """The first ``(predicate, object, destination)`` pick-and-place goal not yet met, or ``None``."""
-    for pred in parse_goal(_text(priv["goal"])):
+def current_goal(priv: dict, preds: list[list[str]] | None = None) -> tuple[str, str, str] | None:
+    """The first ``(predicate, object, destination)`` pick-and-place goal not yet met, or ``None``; among ``preds``
+    (default: the whole goal's) while the whole goal still decides where each object goes (a shared region's slot)."""
+    for pred in parse_goal(_text(priv["goal"])) if preds is None else preds:
         if len(pred) != 3 or pred[0] not in ("on", "in"):
             continue
         obj, target = _body_of(priv, pred[1]), _body_of(priv, pred[2])
@@ -372,6 +353,11 @@ def place(priv: dict, goal: tuple[str, str, str] | None) -> np.ndarray:
             inward = _vec(priv, f"{obj}_pos")[:2] - grasp[:2]
             inward = inward / max(float(np.linalg.norm(inward)), 1e-9)
         move, grip = _approach(priv, eef, grasp, hover, inward)
+        leave = _multi.leave_height(priv, eef, grasp)
+        if leave is not None:  # over the container: straight up to its rim's height, then level over it
+            low = eef[2] < leave - 0.01
+            move = _toward(eef, np.array([*(eef[:2] if low else grasp[:2]), max(leave, eef[2] if low else hover)]))
+            grip = -1.0
         rot = rotation_action(quat, yaw)
     return np.concatenate([move, rot, [grip]]).astype(np.float32)
 
@@ -406,7 +392,7 @@ def _approach(
 
 def _carry(priv: dict, eef: np.ndarray, predicate: str, obj: str, target: str) -> tuple[np.ndarray, float]:
     """Carry the held object above the destination, lower it, release it."""
-    obj_pos, dest = _vec(priv, f"{obj}_pos"), _vec(priv, f"{target}_pos")
+    obj_pos, dest = _vec(priv, f"{obj}_pos"), _multi.destination(priv, obj, target)
     offset = obj_pos - eef  # where the object hangs relative to the fingers
     goal_xy = dest[:2] - offset[:2]
     release_z = dest[2] + RELEASE_CLEARANCE[predicate] - offset[2]
@@ -418,5 +404,6 @@ def _carry(priv: dict, eef: np.ndarray, predicate: str, obj: str, target: str) -
         and eef[2] < release_z + RELEASE_STALL_ABOVE
         and float(np.linalg.norm(_vec(priv, "eef_vel"))) < STALL_SPEED
     )
-    released = over and (eef[2] < release_z + 0.01 or stalled)
+    resting = predicate == "on" and _multi.resting(priv, obj, target, dest)
+    released = over and (eef[2] < release_z + 0.01 or stalled or resting)
     return _toward(eef, waypoint), (-1.0 if released else 1.0)

@@ -1,0 +1,89 @@
+"""Goals of several objects in a row for ``prebuilt/libero-expert``'s pick and place
+(:mod:`evaluations.prebuilt.libero.expert_place`): leaving a container after a release, and sharing one fixture
+region between several objects.
+
+* **Leaving a container.** After a load is let go into an ``in`` goal's container (the basket), the open hand
+  rises over the container's rim before it travels on to the next object (:func:`leave_height`).
+* **A shared fixture region.** When several ``on`` goals name the same fixture region (libero_10: both moka pots
+  on the stove's cook region, a 15 cm square), each object gets its own slot in it instead of the centre
+  (:func:`destination`): slot ``i`` of ``k`` (goal order) lies ``(i − (k−1)/2) × spacing`` from the centre along
+  the region's longer side (x on a tie), the spacing the widest of the objects' narrow sides plus
+  :data:`SLOT_GAP`, kept :data:`SLOT_MARGIN` inside the region. The axis does not follow the objects' bounding
+  boxes: a pot turned in the fingers swapped it, moved the first pot's slot by 5 cm, and the expert went back for
+  the pot it had already set down. LIBERO's ``On`` for a region site takes the object's origin
+  anywhere within its half-extents, so both slots count.
+* **Set down on a fixture.** A load held over a fixture region with its bottom down on the fixture's surface
+  is let go there (:func:`resting`), even while the hand still moves: pressing the pot onto the stove, the hand
+  kept correcting its xy against the pot's friction and never stopped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .expert_bddl import _container_aabb, _text, parse_goal
+from .expert_motion import vec as _vec
+
+#: An open hand within LEAVE_MARGIN (m, xy) of an ``in`` goal's container (the basket) rises to LEAVE_CLEARANCE (m)
+#: above its top before it travels on: leaving the basket low toward the next object, the trailing finger
+#: hooked the rim from inside and lifted the basket, and the box just put in it, off the table.
+LEAVE_MARGIN = 0.06
+LEAVE_CLEARANCE = 0.04
+#: Free space (m) between two objects in neighbouring slots of a shared region; a slot's centre stays this far
+#: (m) inside the region's half-extent.
+SLOT_GAP = 0.02
+SLOT_MARGIN = 0.01
+#: A load whose bottom is within RESTING_ABOVE (m) of a fixture region's site rests on the fixture's surface.
+RESTING_ABOVE = 0.04
+
+
+def leave_height(priv: dict, eef: np.ndarray, grasp: np.ndarray) -> float | None:
+    """The height (m) an open hand must first rise to, straight up, before approaching ``grasp``: the top of an
+    ``in`` goal's container (its bounding box) plus :data:`LEAVE_CLEARANCE`, when the hand is over that container
+    (within :data:`LEAVE_MARGIN` of its footprint) and ``grasp`` is outside it; else ``None``. Above that height
+    the hand travels on level, no lower, until it is clear of the container."""
+    for pred in parse_goal(_text(priv["goal"])):
+        box = _container_aabb(priv, pred[2]) if len(pred) == 3 and pred[0] == "in" else None
+        if box is None:
+            continue
+        over = bool(np.all(eef[:2] > box[:2] - LEAVE_MARGIN) and np.all(eef[:2] < box[3:5] + LEAVE_MARGIN))
+        inside = bool(np.all(grasp[:2] > box[:2]) and np.all(grasp[:2] < box[3:5]))
+        if over and not inside:
+            return float(box[5] + LEAVE_CLEARANCE)
+    return None
+
+
+def fixture_region(priv: dict, target: str) -> bool:
+    """``target`` is a fixture's region site (it has half-extents, and no object's bounding box contains it)."""
+    return f"{target}_size" in priv and _container_aabb(priv, target) is None
+
+
+def resting(priv: dict, obj: str, target: str, dest: np.ndarray) -> bool:
+    """A held ``obj`` already stands on the fixture whose region ``target`` is: its bottom (bounding box) within
+    :data:`RESTING_ABOVE` of the region's site. The stove's surface is 2.4 cm over its cook region's site, so a
+    moka pot set down on it stopped with the hand 5.3 cm over the release height, outside the stalled release's
+    5 cm, and was held there until the step cap (libero_10 task 8, init state 0); in init state 2 the hand,
+    pressing the pot onto the stove, kept correcting its xy and never stopped."""
+    if not fixture_region(priv, target) or f"{obj}_aabb" not in priv:
+        return False
+    return bool(_vec(priv, f"{obj}_aabb")[2] < dest[2] + RESTING_ABOVE)
+
+
+def destination(priv: dict, obj: str, target: str) -> np.ndarray:
+    """Where ``obj``'s origin goes for an ``on`` / ``in`` goal onto ``target`` (3, m): ``target``'s position, or
+    ``obj``'s slot in it when ``target`` is a fixture region several ``on`` goals share (see the module)."""
+    dest = _vec(priv, f"{target}_pos").copy()
+    if not fixture_region(priv, target):
+        return dest
+    sharing = [p[1] for p in parse_goal(_text(priv["goal"])) if len(p) == 3 and p[0] == "on" and p[2] == target]
+    sharing = [name for name in sharing if f"{name}_aabb" in priv]
+    if len(sharing) < 2 or obj not in sharing:
+        return dest
+    sizes = np.array([_vec(priv, f"{name}_aabb")[3:5] - _vec(priv, f"{name}_aabb")[:2] for name in sharing])
+    region = _vec(priv, f"{target}_size")
+    axis = 1 if region[1] > region[0] else 0  # along the region's longer side (x on a tie)
+    spacing = float(sizes.min(axis=1).max()) + SLOT_GAP  # the objects side by side, their narrow sides facing
+    half = float(region[axis]) - SLOT_MARGIN
+    offset = (sharing.index(obj) - 0.5 * (len(sharing) - 1)) * spacing
+    dest[axis] += float(np.clip(offset, -half, half))
+    return dest
