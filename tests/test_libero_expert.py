@@ -406,3 +406,17 @@ def test_the_expert_serves_with_rlmesh():
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_the_action_does_not_depend_on_the_order_of_the_observations_keys():
+    """Field case: libero_spatial/9 seed 1 (a bowl on the cabinet, the stove beside it) gave one grasp yaw in-process
+    (insertion order) and another through the platform (an env server's keys come sorted): 164 steps and a success
+    in the bench, 280 steps and a failure in the sweep."""
+    scene = _bowl_scene(0.3)
+    scene.update({"wooden_cabinet_1_pos": np.array([0.0, -0.2, 0.75]), "wooden_cabinet_1_quat": np.array(DOWN),
+                  "wooden_cabinet_1_qpos": np.array([0.0, 0.0, 0.0]),
+                  "flat_stove_1_pos": np.array([0.2, 0.1, 0.7]), "flat_stove_1_quat": np.array(DOWN),
+                  "flat_stove_1_qpos": np.array([0.0])})
+    reverse = dict(reversed(list(scene.items())))
+    assert list(reverse) != sorted(reverse) and list(scene) != sorted(scene)
+    assert ex.plan(scene).tobytes() == ex.plan(reverse).tobytes() == ex.plan(dict(sorted(scene.items()))).tobytes()

@@ -208,7 +208,7 @@ def _neighbours(priv: dict, obj: str) -> list[tuple[np.ndarray, float]]:
     :data:`FIXTURE_RADIUS` discs (a cabinet's origin is far from its walls), open drawers' handles as
     :data:`HANDLE_RADIUS` discs."""
     fixtures = set(_fixtures(priv))
-    names = {k[: -len("_pos")] for k in priv if k.endswith("_pos") and k != "eef_pos"}
+    names = sorted({k[: -len("_pos")] for k in priv if k.endswith("_pos") and k != "eef_pos"})  # not hash order
     out = []
     for name in names:
         if name == obj or f"{name}_quat" not in priv or "region" in name or name.endswith("_side"):
