@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from evaluations.runtime.processes import start_time
+
 ROOT = Path(__file__).resolve().parents[1]
 LIBERO_PYTHON = ROOT / ".venv-libero" / "bin" / "python"
 BEFORE = {"RLMESH_LIBERO_HARD_RESET": "1", "RLMESH_LIBERO_LEAN": "0", "RLMESH_LIBERO_FORKSERVER": "False"}
@@ -108,7 +110,7 @@ def servers(mode: dict) -> dict:
                                   start_new_session=True)
         while not (tmp / "z.sock").exists():
             time.sleep(0.05)
-    me = [os.getpid(), Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19]]
+    me = [os.getpid(), start_time(os.getpid())]
     out: dict = {"start_s": [], "pss": []}
     try:
         for i in range(2):

@@ -7,11 +7,14 @@ zygote (which servers it forks, the fallback to a fresh start) with test doubles
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.test_libero import LIBERO_PYTHON, _libero
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # libero_spatial/4 (a seeded fixture placement and a drawer sampler, see test_libero_reset), privileged for the
 # expert, no cameras: what the planner asks for the expert. The fresh server is today's start: a new interpreter,
@@ -281,3 +284,22 @@ def test_the_worker_sends_its_request_only_to_a_zygote_of_its_own_user(tmp_path,
     with pytest.raises(OSError, match="served by uid"):
         zygote._connect(path, 5)
     listener.close()
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_a_forked_server_lives_while_its_worker_does_whatever_form_its_start_time_came_in(as_text):
+    """Field case: a request whose worker start time came as text (the zygote protocol before runtime/forkchild.py)
+    was compared with the number /proc gives, never matched, and the server killed itself at once; the BEFORE/AFTER
+    bench's servers were never ready."""
+    import subprocess
+    import sys
+
+    from evaluations.runtime.processes import start_time
+
+    me = os.getpid()
+    start = str(start_time(me)) if as_text else start_time(me)
+    code = (f"import time; from evaluations.prebuilt.libero.zygote import _watch; _watch({me}, {start!r}); "
+            "time.sleep(2.5); print('alive', flush=True)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         start_new_session=True, cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.strip() == "alive", (out.returncode, out.stderr)

@@ -72,8 +72,11 @@ def _kwargs(args: list[str]) -> dict:
     return json.loads(args[args.index("--kwargs-json") + 1]) if "--kwargs-json" in args else {}
 
 
-def _watch(pid: int, start: int | None) -> None:
-    """Exit (the whole process group) once the process ``pid`` started at ``start`` is gone."""
+def _watch(pid: int, start: int | str | None) -> None:
+    """Exit (the whole process group) once the process ``pid`` started at ``start`` (clock ticks since boot, as
+    :func:`~evaluations.runtime.processes.start_time`; a decimal string is read as its number) is gone."""
+    start = None if start is None else int(start)
+
     def run():
         while start_time(pid) == start:
             time.sleep(1.0)
