@@ -41,9 +41,17 @@ def failed_authentication(request, *, count: bool = True) -> bool:
     return usage is not None and (usage["count"] > usage["limit"] if count else usage["count"] >= usage["limit"])
 
 
-def sign_in_throttled_response() -> HttpResponse:
-    return HttpResponse("Too many failed sign-ins from this address; wait a minute and try again.", status=429,
-                        headers={"Retry-After": "60"}, content_type="text/plain; charset=utf-8")
+def retry_after(request) -> int:
+    """Seconds (≥ 1) until the address of ``request`` starts a new ``RATELIMIT_AUTH_FAILURES`` window: django-ratelimit
+    counts in fixed windows of the rate's period (a minute for ``30/m``), so this is what a ``Retry-After`` says."""
+    usage = get_usage(request, group=SIGN_IN_FAILURES, key=_client_address, rate=settings.RATELIMIT_AUTH_FAILURES,
+                      increment=False)
+    return max(1, int(usage["time_left"])) if usage is not None else 1
+
+
+def sign_in_throttled_response(wait: int) -> HttpResponse:
+    return HttpResponse(f"Too many failed sign-ins from this address; try again in {wait} s.", status=429,
+                        headers={"Retry-After": str(wait)}, content_type="text/plain; charset=utf-8")
 
 
 def password_sign_in(view):
@@ -54,7 +62,7 @@ def password_sign_in(view):
     @wraps(view)
     def wrapper(request, *args, **kwargs):
         if request.method == "POST" and failed_authentication(request, count=False):
-            return sign_in_throttled_response()
+            return sign_in_throttled_response(retry_after(request))
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -83,7 +91,8 @@ class BearerAuthentication(authentication.BaseAuthentication):
             return self._authenticate(request)  # a valid key works whatever its address did before
         except exceptions.AuthenticationFailed:
             if failed_authentication(request._request):
-                raise exceptions.Throttled(wait=60, detail="too many failed authentications from this address.") from None  # DRF adds "Expected available in 60 seconds."
+                raise exceptions.Throttled(wait=retry_after(request._request),
+                                           detail="too many failed authentications from this address.") from None
             raise
 
     def _authenticate(self, request):

@@ -62,6 +62,24 @@ class Tenant:
 
 
 @pytest.fixture
+def ratelimit_clock(monkeypatch):
+    """Stop django-ratelimit's clock (at a minute's start, or where the test sets it: ``ratelimit_clock(epoch_s)``).
+    It counts in fixed windows: on a loaded host a test whose requests straddled a window's end saw its count start
+    again, a 200 or 401 where a 429 was due."""
+    import types
+
+    import django_ratelimit.core
+
+    clock = {"now": 6_000_000 * 60.0}
+    monkeypatch.setattr(django_ratelimit.core, "time", types.SimpleNamespace(time=lambda: clock["now"]))
+
+    def set_to(now: float) -> None:
+        clock["now"] = float(now)
+
+    return set_to
+
+
+@pytest.fixture
 def tenant_a(db) -> Tenant:
     return Tenant("a")
 

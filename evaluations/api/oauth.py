@@ -11,7 +11,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django_ratelimit.decorators import ratelimit
 
-from ..auth import failed_authentication
+from ..auth import failed_authentication, retry_after
 from ..services import identity
 
 __all__ = ["device_authorization", "token"]
@@ -97,7 +97,8 @@ def token(request: HttpRequest) -> JsonResponse:
             raise identity.OAuthError("unsupported_grant_type", f'grant_type "{grant}" is not supported')
     except identity.OAuthError as exc:
         if exc.unknown_credential and failed_authentication(request):  # a guessed code or token: the sign-in limit
+            wait = retry_after(request)
             return JsonResponse({"error": "slow_down", "error_description": "too many failed sign-ins from this "
-                                 "address; retry in a minute"}, status=429, headers={"Retry-After": "60"})
+                                 f"address; retry in {wait} s"}, status=429, headers={"Retry-After": str(wait)})
         return _oauth_error(exc)
     return JsonResponse(tokens)

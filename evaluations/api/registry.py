@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from ..auth import failed_authentication
+from ..auth import failed_authentication, retry_after
 from ..choices import WRITE_ROLES
 from ..models import Membership
 from ..services.identity import SessionAuth
@@ -68,9 +68,11 @@ def registry_token(request: HttpRequest) -> JsonResponse:
     grantee = authenticate_basic(username, password)  # keys and tokens: a valid one works from a throttled address
     if grantee is None:
         if failed_authentication(request):
+            wait = retry_after(request)
             return JsonResponse({"errors": [{"code": "TOOMANYREQUESTS", "message": "too many failed logins"}],
                                  "error": {"code": "throttled", "message": "too many failed authentications from this "
-                                           "address; retry in a minute", "details": []}}, status=429, headers={"Retry-After": "60"})
+                                           f"address; retry in {wait} s", "details": []}}, status=429,
+                                headers={"Retry-After": str(wait)})
         return _unauthorized("invalid username/password: use your user id and `rlmesh token`, or any name and an API key")
     return JsonResponse(issue_token(grantee, request.GET.getlist("scope")))
 

@@ -204,6 +204,7 @@ def test_an_api_key_never_outranks_its_creator(tenant_a):
     assert c.get("/v1/me").status_code == 401
 
 
+@pytest.mark.usefixtures("ratelimit_clock")  # fixed windows: the five requests stay in one
 def test_oauth_endpoints_are_rate_limited(client, settings):
     settings.RATELIMIT_OAUTH = "3/m"
     from django.core.cache import cache

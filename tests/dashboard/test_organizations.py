@@ -107,6 +107,7 @@ def test_member_management(tenant_a, tenant_b):
     assert viewer.post(f"/settings/members/{own.pk}", {"action": "remove"}).status_code == 403
 
 
+@pytest.mark.usefixtures("ratelimit_clock")  # fixed windows: the five requests stay in one
 def test_sign_in_is_rate_limited(db, settings):
     from django.core.cache import cache
 
