@@ -63,6 +63,25 @@ def test_an_in_goal_into_a_shut_drawer_opens_the_drawer_first():
     assert goals.next_goal(priv) == ("unary", "open", "wooden_cabinet_1", 1)
 
 
+def test_an_in_goal_needs_the_drawer_out_only_far_enough_for_the_bowl():
+    goal = f"in akita_black_bowl_1 {REGION}"
+
+    def opens(priv: dict) -> bool:
+        nxt = goals.next_goal(priv)
+        return nxt is not None and nxt[:2] == ("unary", "open")
+
+    pulling = fx.horizontal_grip(np.array([0, 1.0, 0]))
+    # pulled out past SLIDE_IN: the pull stops short of SLIDE_OPEN (a full pull hung the drawer over the bowl)
+    assert not opens(_cabinet((0, 0, 1.2), qpos=-0.105, quat=pulling, goal=goal))
+    # still held, not out that far: pull on
+    assert opens(_cabinet((0, 0, 1.2), qpos=-0.08, quat=pulling, goal=goal))
+    # let go and bumped back a little by the hand reaching for the bowl: no reopening
+    assert not opens(_cabinet((0, 0, 1.2), qpos=-0.08, goal=goal))
+    assert opens(_cabinet((0, 0, 1.2), qpos=-0.05, goal=goal))
+    # an ``open`` goal still needs LIBERO's full 0.14 m
+    assert opens(_cabinet((0, 0, 1.2), qpos=-0.105))
+
+
 def test_a_drawer_goal_is_met_by_the_joints_signed_position():
     assert fx.unary_met(_cabinet((0, 0, 1.2), qpos=-0.1), "open", REGION) is False
     assert fx.unary_met(_cabinet((0, 0, 1.2), qpos=-0.15), "open", REGION) is True
