@@ -51,7 +51,7 @@ SLIDE_CLOSED = -0.001
 #: drawer 10 cm above it), and once the hand has let go of the handle (pointing down again) a drawer out more than
 #: SLIDE_ROOM stays open enough (the hand reaching for the bowl bumped it back, and reopening it looped).
 SLIDE_IN = 0.10
-SLIDE_ROOM = 0.07
+SLIDE_ROOM = 0.05
 #: Distance (m) in front of a handle where the horizontal approach starts, and the lead of a pull / push waypoint.
 PRE_GRASP = 0.10
 LEAD = 0.06
