@@ -63,6 +63,43 @@ def test_an_in_goal_into_a_shut_drawer_opens_the_drawer_first():
     assert goals.next_goal(priv) == ("unary", "open", "wooden_cabinet_1", 1)
 
 
+def test_an_in_goal_needs_the_drawer_out_only_far_enough_for_the_bowl():
+    goal = f"in akita_black_bowl_1 {REGION}"
+
+    def opens(priv: dict) -> bool:
+        nxt = goals.next_goal(priv)
+        return nxt is not None and nxt[:2] == ("unary", "open")
+
+    pulling = fx.horizontal_grip(np.array([0, 1.0, 0]))
+    # pulled out past SLIDE_IN: the pull stops short of SLIDE_OPEN (a full pull hung the drawer over the bowl)
+    assert not opens(_cabinet((0, 0, 1.2), qpos=-0.105, quat=pulling, goal=goal))
+    # still held, not out that far: pull on
+    assert opens(_cabinet((0, 0, 1.2), qpos=-0.08, quat=pulling, goal=goal))
+    # let go and bumped back a little by the hand reaching for the bowl: no reopening
+    assert not opens(_cabinet((0, 0, 1.2), qpos=-0.08, goal=goal))
+    assert opens(_cabinet((0, 0, 1.2), qpos=-0.04, goal=goal))
+    # an ``open`` goal still needs LIBERO's full 0.14 m
+    assert opens(_cabinet((0, 0, 1.2), qpos=-0.105))
+
+
+def test_a_load_goes_into_the_drawers_part_out_of_the_cabinet_and_is_let_go_there_not_above():
+    from evaluations.prebuilt.libero import expert_multi, expert_place
+
+    priv = _cabinet((0, 0, 1.2), qpos=-0.08, goal=f"in akita_black_bowl_1 {REGION}")
+    handle = fx._part(priv, "wooden_cabinet_1", 1, "handle")
+    priv[f"{REGION}_pos"] = np.array([0.036, handle[1] - 0.12, 1.022])  # centre under the cabinet's top
+    dest = expert_multi.destination(priv, "akita_black_bowl_1", REGION)
+    assert np.allclose(dest, [0.036, handle[1] - expert_multi.DRAWER_INSET, 1.022])
+    priv[f"{REGION}_pos"] = np.array([0.036, handle[1] - 0.03, 1.022])  # already out in front: kept
+    assert np.allclose(expert_multi.destination(priv, "akita_black_bowl_1", REGION), priv[f"{REGION}_pos"])
+    # held 10 cm over the drawer: not placed yet (the carry lets go at its release height)
+    priv.update({"akita_black_bowl_1_pos": priv[f"{REGION}_pos"] + [0, 0, 0.10],
+                 "akita_black_bowl_1_quat": np.array([0, 0, 0, 1.0]), "gripper_qpos": np.array([0.003, -0.003])})
+    priv["eef_pos"] = priv["akita_black_bowl_1_pos"] + [0, expert_place.BOWL_RIM, expert_place.BOWL_GRASP_DZ]
+    assert expert_place._held(priv, "akita_black_bowl_1")
+    assert not expert_place._placed(priv, "in", "akita_black_bowl_1", REGION)
+
+
 def test_a_drawer_goal_is_met_by_the_joints_signed_position():
     assert fx.unary_met(_cabinet((0, 0, 1.2), qpos=-0.1), "open", REGION) is False
     assert fx.unary_met(_cabinet((0, 0, 1.2), qpos=-0.15), "open", REGION) is True

@@ -46,6 +46,12 @@ KNOB_TILT = 0.5
 #: toward open: LIBERO's ``is_close`` needs the drawer pushed just past 0).
 SLIDE_OPEN = 0.14
 SLIDE_CLOSED = -0.001
+#: An ``in`` goal into a drawer only needs the bowl to fit: the pull stops past SLIDE_IN (m; pulled out to
+#: SLIDE_OPEN, a top drawer hung over a bowl beside the cabinet, and the hand coming down on its rim stalled on the
+#: drawer 10 cm above it), and once the hand has let go of the handle (pointing down again) a drawer out more than
+#: SLIDE_ROOM stays open enough (the hand reaching for the bowl bumped it back, and reopening it looped).
+SLIDE_IN = 0.10
+SLIDE_ROOM = 0.05
 #: Distance (m) in front of a handle where the horizontal approach starts, and the lead of a pull / push waypoint.
 PRE_GRASP = 0.10
 LEAD = 0.06
@@ -164,6 +170,16 @@ def unary_met(priv: dict, predicate: str, name: str) -> bool | None:
     q = signed_qpos(priv, *joint)
     return {"open": q > SLIDE_OPEN, "close": q < SLIDE_CLOSED, "turnon": q >= KNOB_ON + 0.05,
             "turnoff": q < 0.0}[predicate]
+
+
+def room_for(priv: dict, name: str) -> bool | None:
+    """Whether the drawer of region ``name`` is out far enough for an ``in`` goal (``None``: not a drawer): past
+    :data:`SLIDE_IN`, or past :data:`SLIDE_ROOM` with the gripper pointing down (not pulling it any more)."""
+    joint = joint_of(priv, name)
+    if joint is None:
+        return None
+    q = signed_qpos(priv, *joint)
+    return q > SLIDE_IN or (q > SLIDE_ROOM and tilt(_vec(priv, "eef_quat")) < TILT_TOL)
 
 
 def pushable(name: str) -> bool:

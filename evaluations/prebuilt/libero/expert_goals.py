@@ -7,7 +7,8 @@ met, taken in this order (stable within a kind): ``open`` and ``turnon`` first, 
 * ``open`` / ``close`` / ``turnon`` of a drawer region or a knob fixture →
   :mod:`evaluations.prebuilt.libero.expert_fixtures` (met: the joint's signed position, see
   :func:`~evaluations.prebuilt.libero.expert_fixtures.unary_met`);
-* ``in <obj> <drawer region>`` with that drawer shut → open the drawer first;
+* ``in <obj> <drawer region>`` with that drawer shut → open the drawer first (out far enough:
+  :func:`~evaluations.prebuilt.libero.expert_fixtures.room_for`);
 * ``on <plate> <table region>`` → push the plate (:func:`~evaluations.prebuilt.libero.expert_fixtures.push`),
   first pushing on past the destination a loose object standing there
   (:func:`~evaluations.prebuilt.libero.expert_fixtures.blocker`);
@@ -51,7 +52,7 @@ def next_goal(priv: dict) -> tuple | None:
         if len(pred) != 3 or pred[0] not in ("on", "in"):
             continue
         joint = fx.joint_of(priv, pred[2])
-        if pred[0] == "in" and joint is not None and fx.unary_met(priv, "open", pred[2]) is False:
+        if pred[0] == "in" and joint is not None and fx.room_for(priv, pred[2]) is False:
             return ("unary", "open", *joint)
         if pred[0] == "on" and fx.pushable(pred[1]) and f"{pred[1]}_pos" in priv and _table_region(priv, pred[2]):
             if not fx.pushed(priv, pred[1], pred[2]):

@@ -22,12 +22,16 @@ from __future__ import annotations
 import numpy as np
 
 from .expert_bddl import _container_aabb, _text, parse_goal
+from . import expert_fixtures as _fx
 from .expert_motion import vec as _vec
 
 #: An open hand within LEAVE_MARGIN (m, xy) of an ``in`` goal's container (the basket) rises to LEAVE_CLEARANCE (m)
 #: above its top before it travels on: leaving the basket low toward the next object, the trailing finger
 #: hooked the rim from inside and lifted the basket, and the box just put in it, off the table.
 LEAVE_MARGIN = 0.06
+#: A load goes into a drawer this far (m) behind its handle, along the slide: a drawer pulled out only part way
+#: has its region's centre still under the cabinet's top (the bowl was let go over the cabinet, not the drawer).
+DRAWER_INSET = 0.06
 LEAVE_CLEARANCE = 0.04
 #: Free space (m) between two objects in neighbouring slots of a shared region; a slot's centre stays this far
 #: (m) inside the region's half-extent.
@@ -71,8 +75,14 @@ def resting(priv: dict, obj: str, target: str, dest: np.ndarray) -> bool:
 
 def destination(priv: dict, obj: str, target: str) -> np.ndarray:
     """Where ``obj``'s origin goes for an ``on`` / ``in`` goal onto ``target`` (3, m): ``target``'s position, or
-    ``obj``'s slot in it when ``target`` is a fixture region several ``on`` goals share (see the module)."""
+    ``obj``'s slot in it when ``target`` is a fixture region several ``on`` goals share (see the module), or a
+    drawer region's point :data:`DRAWER_INSET` behind the handle when its centre lies farther back."""
     dest = _vec(priv, f"{target}_pos").copy()
+    joint = _fx.joint_of(priv, target) if f"{target}_joint" in priv else None
+    if joint is not None:  # a drawer: into its part out of the cabinet
+        u = _fx.open_direction(priv, *joint)
+        front = float((_fx._part(priv, *joint, "handle") - dest) @ u) - DRAWER_INSET
+        return dest + max(front, 0.0) * u
     if not fixture_region(priv, target):
         return dest
     sharing = [p[1] for p in parse_goal(_text(priv["goal"])) if len(p) == 3 and p[0] == "on" and p[2] == target]

@@ -157,12 +157,14 @@ def _placed(priv: dict, predicate: str, obj: str, target: str) -> bool:
     objects dropped into a basket) otherwise counts a bowl carried 11 cm over the plate as placed, and the
     expert opened there and dropped it onto the plate's rim, where it bounced off or came to rest tilted.
     A held load that reaches into its container (``in``) is not placed either until it is down to the rim
-    (:func:`reaches_in`).
+    (:func:`reaches_in`), nor a load held over a drawer region (let go by the carry at its release height).
     """
     p, t = _vec(priv, f"{obj}_pos"), _multi.destination(priv, obj, target)
     near = bool(np.linalg.norm(p[:2] - t[:2]) < PLACED_XY and -0.05 < p[2] - t[2] < 0.12)
     if not near or not _held(priv, obj):
         return near
+    if f"{target}_joint" in priv:  # into a drawer: let go at the release height, not 12 cm over the drawer
+        return False
     return predicate == "in" and not reaches_in(priv, obj, target)
 
 
