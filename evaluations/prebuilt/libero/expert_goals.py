@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import expert_place as ex
+from . import expert_door as door
 from . import expert_fixtures as fx
 from .expert_grasp import covering
 
@@ -50,6 +51,10 @@ def next_goal(priv: dict) -> tuple | None:
                 return ("unary", pred[0], *fx.joint_of(priv, pred[1]))
             continue
         if len(pred) != 3 or pred[0] not in ("on", "in"):
+            continue
+        if pred[0] == "in" and door.door_of(priv, pred[2]) and f"{pred[1]}_aabb" in priv:
+            if not door.inside(priv, pred[1], pred[2]):
+                return ("door_in", pred[1], pred[2])
             continue
         joint = fx.joint_of(priv, pred[2])
         if pred[0] == "in" and joint is not None and fx.room_for(priv, pred[2]) is False:
@@ -101,11 +106,15 @@ def plan(priv: dict) -> np.ndarray:
         return fx.push_to(priv, goal[1], goal[2], inside=False, floor=goal[3])
     if goal[0] == "place":
         return ex.place(priv, goal[1:])
+    if goal[0] == "door_in":
+        return door.put_in(priv, goal[1], goal[2])
     _, predicate, fixture, index = goal
     if predicate == "turnon":
         return fx.turn_knob(priv, fixture, index)
     if predicate == "open":
         return fx.open_drawer(priv, fixture, index)
+    if predicate == "close" and door.door_joint(priv, fixture, index):
+        return door.close_door(priv, fixture, index)
     if predicate == "close":
         return fx.close_drawer(priv, fixture, index)
     return ex.place(priv, None)
