@@ -5,8 +5,9 @@ white mug in the microwave and close it").
 Each function is stateless, like the other primitives, and reads only the privileged observation
 (:mod:`evaluations.prebuilt.libero.privileged`):
 
-* **Which fixture has a door** (:func:`~evaluations.prebuilt.libero.expert_fixtures.door_joint`): a joint whose axis is vertical and whose handle (the part
-  farthest from the axis) is more than :data:`DOOR_MIN_RADIUS` from it (a stove knob's bar is 5 cm long).
+* **Which fixture has a door** (:func:`~evaluations.prebuilt.libero.expert_fixtures.door_joint`): a joint whose
+  axis is vertical and whose handle (the part farthest from the axis) is more than :data:`DOOR_MIN_RADIUS` from it
+  (a stove knob's bar is 5 cm long).
 * **The opening** (:func:`front`): the face of the region's box nearest the door's hinge, its outward normal ``n``
   (horizontal) and the hinge's position along it (the door's plane when shut).
 * **Put a mug in** (:func:`put_in`). A hand pointing down does not fit under the microwave's top (the hand's body
@@ -30,7 +31,8 @@ from .expert_motion import vec as _vec
 from .expert_place import HOVER, _approach
 from .rotation import rotation_action, wrap_yaw
 
-__all__ = ["DOOR_CLOSED", "DOOR_MIN_RADIUS", "close_door", "door_joint", "door_of", "front", "handle_grasp", "inside", "put_in"]
+__all__ = ["DOOR_CLOSED", "DOOR_MIN_RADIUS", "close_door", "door_joint", "door_of", "front", "handle_grasp", "inside",
+           "put_in"]
 
 #: The hand's centre stays this far (m) outside the door's plane (its body is 3.5 cm thick across the fingers).
 HAND_CLEAR = 0.045
@@ -220,7 +222,7 @@ def close_door(priv: dict, fixture: str, index: int = 0) -> np.ndarray:
     rel = eef[:2] - anchor[:2]
     angle = sign * float((np.arctan2(rel[1], rel[0]) - phi + np.pi) % (2 * np.pi) - np.pi)
     radius = float(np.linalg.norm(rel))
-    yaw = wrap_yaw(float(np.arctan2(rel_h[1], rel_h[0])) + np.pi / 2)  # fingers along the door: the hand's flat side on it
+    yaw = wrap_yaw(phi + np.pi / 2)  # the fingers along the door: the hand's flat side against it
     rot = rotation_action(quat, yaw)
     if abs(eef[2] - z) < 0.02 and -1.0 < angle < 0.05 and 0.08 < radius < 0.3:  # low, behind the door: push
         move = toward(eef, chase)
