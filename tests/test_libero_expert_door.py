@@ -124,3 +124,22 @@ def test_the_door_is_pushed_shut_round_its_hinge_from_the_side_it_turns_away_fro
     nearly = _scene(eef=ANCHOR + [0.18 * np.cos(-0.5), 0.18 * np.sin(-0.5), 0], qpos=-0.25, **placed)
     a = goals.plan(nearly)
     assert a[1] > 0.5  # nearly shut: pushing +y into the microwave's front
+
+
+def test_the_held_mug_keeps_the_hand_s_yaw_whatever_way_the_mug_has_turned_in_the_fingers():
+    """Turning the hand after the mug's yaw (its handle's direction) turned the mug on in the fingers: the hand
+    spun the mug round and it tipped over the floor's edge (init state 20)."""
+    turn = 0.4
+    quat = np.array([0.0, 0.0, np.sin((-np.pi / 2 + turn) / 2), np.cos((-np.pi / 2 + turn) / 2)])
+    mug = np.array([-0.02, 0.05, 0.93])
+    priv = _scene(mug=mug, gap=0.018)
+    priv[f"{MUG}_quat"] = quat
+    priv["eef_pos"] = door.handle_grasp(priv, MUG)[0]
+    priv["eef_quat"] = _down_yaw(-np.pi / 2 + 0.05)
+    assert abs(goals.plan(priv)[5]) < 0.02
+
+
+def _down_yaw(yaw: float) -> np.ndarray:
+    from evaluations.prebuilt.libero.rotation import _down_with_yaw
+
+    return _down_with_yaw(yaw)

@@ -145,9 +145,9 @@ def put_in(priv: dict, obj: str, region: str) -> np.ndarray:
     on_floor = box[2] > floor - 0.01 and float(pos[:2] @ n) < plane + 0.02
     if speed > MOVING:  # opening after the release: rise clear of the mug
         return _action(toward(eef, np.array([eef[0], eef[1], max(eef[2], box[5] + 0.03)])), rot, -1.0)
-    if held:
+    if held:  # keeping the yaw it has: the yaw of a mug swinging in the fingers chased by the hand turned it on
         move, grip = _carry_in(priv, eef, box, pos, n, t, plane, centre, floor)
-        return _action(move, rot, grip)
+        return _action(move, rotation_action(quat), grip)
     if on_floor:
         return _push_in(priv, eef, box, pos, n, t, plane, rot)
     if speed < -MOVING and near < HOLD_TOL:  # closing on the handle
