@@ -9,6 +9,9 @@ met, taken in this order (stable within a kind): ``open`` and ``turnon`` first, 
   :func:`~evaluations.prebuilt.libero.expert_fixtures.unary_met`);
 * ``in <obj> <drawer region>`` with that drawer shut → open the drawer first (out far enough:
   :func:`~evaluations.prebuilt.libero.expert_fixtures.room_for`);
+* ``in <obj> <region of a fixture with a door>`` (the microwave) → grip it by its handle, slide it in through the
+  opening, push it in; ``close`` of that door → push it shut round its hinge
+  (:mod:`evaluations.prebuilt.libero.expert_door`);
 * ``on <plate> <table region>`` → push the plate (:func:`~evaluations.prebuilt.libero.expert_fixtures.push`),
   first pushing on past the destination a loose object standing there
   (:func:`~evaluations.prebuilt.libero.expert_fixtures.blocker`);
@@ -41,9 +44,9 @@ def goals(priv: dict) -> list[list[str]]:
 def next_goal(priv: dict) -> tuple | None:
     """The next thing to do: ``("unary", predicate, fixture, joint index)``, ``("push", obj, region)``,
     ``("clear", blocker, table point)`` (a loose object at the push's destination, pushed on past it),
-    ``("place", predicate, obj, destination)``, ``("uncover", neighbour, table point, lowest push height)`` (a
-    neighbour lying across the box to pick, pushed off it first), or ``None`` (every predicate the expert knows is
-    met)."""
+    ``("place", predicate, obj, destination)``, ``("door_in", obj, region)`` (into a region behind a door),
+    ``("uncover", neighbour, table point, lowest push height)`` (a neighbour lying across the box to pick, pushed off
+    it first), or ``None`` (every predicate the expert knows is met)."""
     for pred in goals(priv):
         if len(pred) == 2:
             met = fx.unary_met(priv, pred[0], pred[1])
