@@ -143,3 +143,23 @@ def _down_yaw(yaw: float) -> np.ndarray:
     from evaluations.prebuilt.libero.rotation import _down_with_yaw
 
     return _down_with_yaw(yaw)
+
+
+def test_the_mug_counts_as_in_by_the_region_s_own_frame_when_the_microwave_is_turned():
+    """A microwave turned 90° about z: its region's 8.35 cm half-depth lies along world x, not its 12 cm half-width."""
+    priv = _scene()
+    turn = np.array([[0.0, -1.0], [1.0, 0.0]])  # region frame → world
+    centre = priv[f"{REGION}_pos"]
+    priv[f"{REGION}_quat"] = np.array([0.0, 0.0, np.sin(np.pi / 4), np.cos(np.pi / 4)])
+    priv["microwave_1_anchor"] = centre + [*(turn @ [-0.1725, -0.098]), 0.0]
+    priv["microwave_1_handle"] = priv["microwave_1_anchor"] + [0.0, -0.24, 0.0]
+
+    def at(x: float, y: float) -> dict:
+        placed = dict(priv)
+        placed[f"{MUG}_pos"] = centre + [*(turn @ [x, y]), -0.07]
+        return placed
+
+    assert door.inside(at(0.0, -0.0835 + 0.02), MUG, REGION)
+    assert not door.inside(at(0.0, -0.0835 + 0.005), MUG, REGION)  # 0.5 cm inside the front face: not yet
+    assert door.inside(at(0.11, -0.03), MUG, REGION)  # near a side wall, within the 12 cm half-width
+    assert not door.inside(at(0.13, -0.03), MUG, REGION)

@@ -83,13 +83,18 @@ def door_of(priv: dict, region: str) -> str | None:
     return None
 
 
-def front(priv: dict, region: str, fixture: str) -> tuple[np.ndarray, float]:
-    """``(n, plane)``: the outward unit normal (xy) of the region box's face nearest the door's hinge, and the hinge's
-    coordinate along it (m; the shut door's plane). The region's box is taken axis-aligned in its own frame's yaw."""
-    centre, size = _vec(priv, f"{region}_pos"), _vec(priv, f"{region}_size")
+def _axes(priv: dict, region: str) -> list[np.ndarray]:
+    """The region box's horizontal axes (its frame's x and y, unit xy vectors; the site turned about z only)."""
     q = _vec(priv, f"{region}_quat")
     yaw = 2.0 * float(np.arctan2(q[2], q[3]))
-    axes = [np.array([np.cos(yaw), np.sin(yaw)]), np.array([-np.sin(yaw), np.cos(yaw)])]
+    return [np.array([np.cos(yaw), np.sin(yaw)]), np.array([-np.sin(yaw), np.cos(yaw)])]
+
+
+def front(priv: dict, region: str, fixture: str) -> tuple[np.ndarray, float]:
+    """``(n, plane)``: the outward unit normal (xy) of the region box's face nearest the door's hinge, and the hinge's
+    coordinate along it (m; the shut door's plane)."""
+    centre, size = _vec(priv, f"{region}_pos"), _vec(priv, f"{region}_size")
+    axes = _axes(priv, region)
     rel = _vec(priv, f"{fixture}_anchor")[:2] - centre[:2]
     gaps = [abs(float(rel @ a)) - float(size[i]) for i, a in enumerate(axes)]
     i = int(np.argmin(gaps))
@@ -98,15 +103,20 @@ def front(priv: dict, region: str, fixture: str) -> tuple[np.ndarray, float]:
 
 
 def inside(priv: dict, obj: str, region: str) -> bool:
-    """``obj``'s origin is within the region's box (LIBERO's ``In``), :data:`INSIDE` behind its front face."""
-    fixture = door_of(priv, region)
+    """``obj``'s origin is within the region's box (LIBERO's ``In``: within its half-extents in its frame), at least
+    :data:`INSIDE` behind the face of the opening."""
     pos, centre, size = _vec(priv, f"{obj}_pos"), _vec(priv, f"{region}_pos"), _vec(priv, f"{region}_size")
-    n, _ = front(priv, region, fixture)
-    t = np.array([-n[1], n[0]])
+    n, _ = front(priv, region, door_of(priv, region))
     rel = pos - centre
-    depth = float(size[0] if abs(n[0]) > abs(n[1]) else size[1])
-    width = float(size[1] if abs(n[0]) > abs(n[1]) else size[0])
-    return bool(float(rel[:2] @ n) < depth - INSIDE and abs(float(rel[:2] @ t)) < width and abs(rel[2]) < size[2])
+    for i, a in enumerate(_axes(priv, region)):
+        c = float(rel[:2] @ a)
+        if abs(float(a @ n)) > 0.5:  # the axis through the opening: the face toward it counts INSIDE in
+            c *= float(np.sign(a @ n))
+            if not -size[i] < c < size[i] - INSIDE:
+                return False
+        elif abs(c) >= size[i]:
+            return False
+    return bool(abs(rel[2]) < size[2])
 
 
 def handle_grasp(priv: dict, obj: str) -> tuple[np.ndarray, float, np.ndarray]:
