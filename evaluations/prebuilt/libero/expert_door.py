@@ -139,7 +139,9 @@ def _gap_speed(priv: dict) -> tuple[float, float]:
 
 
 def put_in(priv: dict, obj: str, region: str) -> np.ndarray:
-    """Grip the mug by its handle, carry it to the opening, slide it in, let it go, push it in (see the module)."""
+    """The action (7 floats in [-1, 1]) putting the mug ``obj`` into ``region`` (behind a door): grip it by its
+    handle, carry it to the opening, slide it in, let it go, push it in (see the module). ``region`` must be a region
+    of a fixture with a door (:func:`door_of`), ``obj`` have a ``_pos``, ``_quat`` and ``_aabb``."""
     fixture = door_of(priv, region)
     eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
     gap, speed = _gap_speed(priv)
@@ -179,7 +181,8 @@ def _near_door(priv: dict, fixture: str, eef: np.ndarray) -> bool:
     return float(np.linalg.norm(eef[:2] - anchor - k * seg)) < DOOR_NEAR
 
 
-def _carry_in(priv, eef, box, pos, n, t, plane, centre, floor):
+def _carry_in(priv: dict, eef: np.ndarray, box: np.ndarray, pos: np.ndarray, n: np.ndarray, t: np.ndarray,
+              plane: float, centre: np.ndarray, floor: float) -> tuple[np.ndarray, float]:
     """``(move, grip)`` while holding the mug: to :data:`FRONT` outside the release point at the release height,
     in level to the release point (the hand :data:`HAND_CLEAR` outside the door's plane), open there."""
     lateral = float(centre[:2] @ t) - float((pos[:2] - eef[:2]) @ t)  # the origin in line with the region's centre
@@ -197,7 +200,8 @@ def _carry_in(priv, eef, box, pos, n, t, plane, centre, floor):
     return toward(eef, waypoint), 1.0
 
 
-def _push_in(priv, eef, box, pos, n, t, plane, rot):
+def _push_in(priv: dict, eef: np.ndarray, box: np.ndarray, pos: np.ndarray, n: np.ndarray, t: np.ndarray,
+             plane: float, rot: np.ndarray) -> np.ndarray:
     """Fingers closed: come down :data:`PUSH_BEHIND` outside the mug's handle end and push it in along −n until the
     hand is :data:`HAND_CLEAR` from the door's plane."""
     corners = np.array([[box[0], box[1]], [box[0], box[4]], [box[3], box[1]], [box[3], box[4]]])
