@@ -77,6 +77,11 @@ PUSH_GAP = 0.015
 CLEAR_MARGIN = 0.04
 CLEAR_PAST = 0.03
 SIDE_MARGIN = 0.015
+#: A vertical-axis joint whose handle is farther than DOOR_MIN_RADIUS (m, xy) from the axis is a door's hinge (a
+#: stove knob's bar is 5 cm long); LIBERO's microwave counts as closed from qpos > −0.005 rad (its
+#: ``default_close_ranges``): signed toward open, below DOOR_CLOSED (rad).
+DOOR_MIN_RADIUS = 0.1
+DOOR_CLOSED = 0.004
 
 
 def _gap_speed(priv: dict) -> tuple[float, float]:
@@ -168,8 +173,20 @@ def unary_met(priv: dict, predicate: str, name: str) -> bool | None:
     if joint is None or predicate not in ("open", "close", "turnon", "turnoff"):
         return None
     q = signed_qpos(priv, *joint)
+    if predicate == "close" and door_joint(priv, *joint):  # a hinge: LIBERO's microwave is shut from −0.005 rad
+        return q < DOOR_CLOSED
     return {"open": q > SLIDE_OPEN, "close": q < SLIDE_CLOSED, "turnon": q >= KNOB_ON + 0.05,
             "turnoff": q < 0.0}[predicate]
+
+
+def door_joint(priv: dict, fixture: str, index: int = 0) -> bool:
+    """Whether joint ``index`` of ``fixture`` is a door's hinge: its axis vertical, its handle (the part farthest from
+    the axis) more than :data:`DOOR_MIN_RADIUS` from it (:mod:`evaluations.prebuilt.libero.expert_door`)."""
+    if f"{fixture}_axis" not in priv or f"{fixture}_handle" not in priv or f"{fixture}_anchor" not in priv:
+        return False
+    axis = _part(priv, fixture, index, "axis")
+    rel = _part(priv, fixture, index, "handle") - _part(priv, fixture, index, "anchor")
+    return abs(float(axis[2])) > 0.9 and float(np.linalg.norm(rel[:2])) > DOOR_MIN_RADIUS
 
 
 def room_for(priv: dict, name: str) -> bool | None:

@@ -9,6 +9,9 @@ met, taken in this order (stable within a kind): ``open`` and ``turnon`` first, 
   :func:`~evaluations.prebuilt.libero.expert_fixtures.unary_met`);
 * ``in <obj> <drawer region>`` with that drawer shut → open the drawer first (out far enough:
   :func:`~evaluations.prebuilt.libero.expert_fixtures.room_for`);
+* ``in <obj> <region of a fixture with a door>`` (the microwave) → grip it by its handle, slide it in through the
+  opening, push it in; ``close`` of that door → push it shut round its hinge
+  (:mod:`evaluations.prebuilt.libero.expert_door`);
 * ``on <plate> <table region>`` → push the plate (:func:`~evaluations.prebuilt.libero.expert_fixtures.push`),
   first pushing on past the destination a loose object standing there
   (:func:`~evaluations.prebuilt.libero.expert_fixtures.blocker`);
@@ -24,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import expert_place as ex
+from . import expert_door as door
 from . import expert_fixtures as fx
 from .expert_grasp import covering
 
@@ -40,9 +44,9 @@ def goals(priv: dict) -> list[list[str]]:
 def next_goal(priv: dict) -> tuple | None:
     """The next thing to do: ``("unary", predicate, fixture, joint index)``, ``("push", obj, region)``,
     ``("clear", blocker, table point)`` (a loose object at the push's destination, pushed on past it),
-    ``("place", predicate, obj, destination)``, ``("uncover", neighbour, table point, lowest push height)`` (a
-    neighbour lying across the box to pick, pushed off it first), or ``None`` (every predicate the expert knows is
-    met)."""
+    ``("place", predicate, obj, destination)``, ``("door_in", obj, region)`` (into a region behind a door),
+    ``("uncover", neighbour, table point, lowest push height)`` (a neighbour lying across the box to pick, pushed off
+    it first), or ``None`` (every predicate the expert knows is met)."""
     for pred in goals(priv):
         if len(pred) == 2:
             met = fx.unary_met(priv, pred[0], pred[1])
@@ -50,6 +54,10 @@ def next_goal(priv: dict) -> tuple | None:
                 return ("unary", pred[0], *fx.joint_of(priv, pred[1]))
             continue
         if len(pred) != 3 or pred[0] not in ("on", "in"):
+            continue
+        if pred[0] == "in" and door.door_of(priv, pred[2]) and f"{pred[1]}_aabb" in priv:
+            if not door.inside(priv, pred[1], pred[2]):
+                return ("door_in", pred[1], pred[2])
             continue
         joint = fx.joint_of(priv, pred[2])
         if pred[0] == "in" and joint is not None and fx.room_for(priv, pred[2]) is False:
@@ -101,11 +109,15 @@ def plan(priv: dict) -> np.ndarray:
         return fx.push_to(priv, goal[1], goal[2], inside=False, floor=goal[3])
     if goal[0] == "place":
         return ex.place(priv, goal[1:])
+    if goal[0] == "door_in":
+        return door.put_in(priv, goal[1], goal[2])
     _, predicate, fixture, index = goal
     if predicate == "turnon":
         return fx.turn_knob(priv, fixture, index)
     if predicate == "open":
         return fx.open_drawer(priv, fixture, index)
+    if predicate == "close" and door.door_joint(priv, fixture, index):
+        return door.close_door(priv, fixture, index)
     if predicate == "close":
         return fx.close_drawer(priv, fixture, index)
     return ex.place(priv, None)
