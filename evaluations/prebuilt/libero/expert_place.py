@@ -67,6 +67,10 @@ GRASP_DZ = 0.0
 FINGER_DEPTH = 0.035
 #: Hover height above the grasp point before descending (m).
 HOVER = 0.10
+#: Hover height (m) over a bowl standing on an articulated fixture's top (:func:`_on_top`): the cabinet's top is
+#: 22 cm above the table at its far side, and 10 cm over it the arm was stretched out and up (the elbow nearly
+#: straight) and stalled 2 cm short of the point above the rim until the step cap.
+HOVER_ON_TOP = 0.05
 #: Clearance of the carried object's origin above the destination when releasing (m).
 RELEASE_CLEARANCE = {"on": 0.045, "in": 0.03}
 #: Carry height of the object's origin above the destination's (m).
@@ -113,6 +117,9 @@ PLACED_XY = 0.05
 #: milk carton hung by its gable roof's eave on one finger pad and rose with the hand, then fell out of reach.
 REACH_IN = 0.01
 RIM_CLEARANCE = 0.03
+#: A bowl whose origin is less than this (m) below an articulated fixture's top stands on the fixture (a bowl on
+#: the cabinet's top, its origin 1 mm under the top panel's), not in one of its drawers (the top drawer's bowl: 6 cm).
+ON_TOP_BELOW = 0.03
 
 
 
@@ -205,15 +212,15 @@ def _fixtures(priv: dict) -> list[str]:
     return [k[: -len("_qpos")] for k in priv if k.endswith("_qpos") and k != "gripper_qpos"]
 
 
-def _neighbours(priv: dict, obj: str) -> list[tuple[np.ndarray, float]]:
+def _neighbours(priv: dict, obj: str, under: str | None = None) -> list[tuple[np.ndarray, float]]:
     """``(position, radius)`` of every other body: objects as points, articulated fixtures as
     :data:`FIXTURE_RADIUS` discs (a cabinet's origin is far from its walls), open drawers' handles as
-    :data:`HANDLE_RADIUS` discs."""
+    :data:`HANDLE_RADIUS` discs; not the fixture ``under`` (the one ``obj`` stands on: under it, not beside it)."""
     fixtures = set(_fixtures(priv))
     names = sorted({k[: -len("_pos")] for k in priv if k.endswith("_pos") and k != "eef_pos"})  # not hash order
     out = []
     for name in names:
-        if name == obj or f"{name}_quat" not in priv or "region" in name or name.endswith("_side"):
+        if name in (obj, under) or f"{name}_quat" not in priv or "region" in name or name.endswith("_side"):
             continue
         if name.startswith("main_table") or name.startswith("floor") or name.startswith("kitchen_table"):
             continue
@@ -233,16 +240,45 @@ def _clearance_height(priv: dict, obj: str) -> float:
     return top + FIXTURE_CLEARANCE
 
 
+def _fixture_top(priv: dict, name: str) -> float:
+    """Height (m) of the highest body or site origin of the articulated fixture ``name`` (or of the fixture a
+    drawer region ``name`` belongs to: the one with ``_anchor``); a cabinet: its top panel's."""
+    parts = name.split("_")
+    roots = ["_".join(parts[:cut]) for cut in range(len(parts), 0, -1)]
+    root = next((r for r in roots if f"{r}_anchor" in priv), name)
+    tops = [float(_vec(priv, k)[2]) for k in priv
+            if k.startswith(root) and k.endswith("_pos") and f"{k[: -len('_pos')]}_quat" in priv]
+    return max(tops, default=-np.inf)
+
+
 def _inside_fixture(priv: dict, obj: str) -> np.ndarray | None:
-    """xy direction from an articulated fixture (drawer cabinet) out to ``obj`` if ``obj`` sits in it."""
+    """xy direction from an articulated fixture (drawer cabinet) out to ``obj`` if ``obj`` sits in it: above its
+    base by 0.1 m but more than :data:`ON_TOP_BELOW` below its top (higher, it stands on the top, :func:`_on_top`)."""
     pos = _vec(priv, f"{obj}_pos")
     for key in priv:
         if not key.endswith("_qpos") or key == "gripper_qpos":
             continue
-        fixture = _vec(priv, f"{key[: -len('_qpos')]}_pos")
+        name = key[: -len("_qpos")]
+        fixture = _vec(priv, f"{name}_pos")
         away = pos[:2] - fixture[:2]
-        if np.linalg.norm(away) < 0.3 and pos[2] - fixture[2] > 0.1:
+        inside = pos[2] < _fixture_top(priv, name) - ON_TOP_BELOW
+        if np.linalg.norm(away) < 0.3 and pos[2] - fixture[2] > 0.1 and inside:
             return away / max(float(np.linalg.norm(away)), 1e-9)
+    return None
+
+
+def _on_top(priv: dict, obj: str) -> str | None:
+    """The articulated fixture (one with ``_anchor``) whose top ``obj`` stands on, or ``None``: within 0.3 m of its
+    origin in xy, more than 0.1 m above it, and no more than :data:`ON_TOP_BELOW` below its top (a bowl on the
+    cabinet; not one on the flat stove, nor one in a drawer: :func:`_inside_fixture`)."""
+    pos = _vec(priv, f"{obj}_pos")
+    for name in _fixtures(priv):
+        if f"{name}_anchor" not in priv:
+            continue
+        base = _vec(priv, f"{name}_pos")
+        if np.linalg.norm(pos[:2] - base[:2]) < 0.3 and pos[2] - base[2] > 0.1:
+            if pos[2] >= _fixture_top(priv, name) - ON_TOP_BELOW:
+                return name
     return None
 
 
@@ -263,11 +299,12 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
     if slide is not None:
         theta = float(np.arctan2(slide[1], slide[0])) + np.pi / 2
         thetas = [theta, theta + np.pi]
-    elif pos[0] > FAR_X:
+    stand = _on_top(priv, obj) if slide is None else None
+    if slide is None and (pos[0] > FAR_X or stand is not None):
         thetas = [-np.pi / 2, np.pi / 2, np.pi]
-    else:
+    elif slide is None:
         thetas = [-np.pi / 2, np.pi / 2]
-    others = [(n, r) for n, r in _neighbours(priv, obj) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
+    others = [(n, r) for n, r in _neighbours(priv, obj, stand) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
 
     radius, dz = _rim(priv, obj)
 
@@ -339,7 +376,7 @@ def place(priv: dict, goal: tuple[str, str, str] | None) -> np.ndarray:
     predicate, obj, target = goal
     grasp, yaw = grasp_pose(priv, obj, target)
     near = hold_distance(priv, obj)
-    hover = grasp[2] + HOVER
+    hover = grasp[2] + (HOVER_ON_TOP if _is_bowl(obj) and _on_top(priv, obj) else HOVER)
     rot = rotation_action(quat)
     if speed > MOVING:  # opening: rise clear of the object
         move, grip = _toward(eef, np.array([eef[0], eef[1], max(eef[2], hover)])), -1.0
