@@ -240,29 +240,31 @@ def _clearance_height(priv: dict, obj: str) -> float:
     return top + FIXTURE_CLEARANCE
 
 
-def _fixture_top(priv: dict, name: str) -> float:
-    """Height (m) of the highest body or site origin of the articulated fixture ``name`` (or of the fixture a
-    drawer region ``name`` belongs to: the one with ``_anchor``); a cabinet: its top panel's."""
+def _fixture_top(priv: dict, name: str) -> float | None:
+    """Height (m) of the top of the articulated fixture ``name`` (or of the fixture a drawer region ``name`` belongs
+    to: the one with ``_anchor``): its highest body or site origin (a cabinet: its top panel's), or ``None`` when
+    none is more than 0.1 m above the fixture's origin (no top known: a flat stove)."""
     parts = name.split("_")
     roots = ["_".join(parts[:cut]) for cut in range(len(parts), 0, -1)]
     root = next((r for r in roots if f"{r}_anchor" in priv), name)
     tops = [float(_vec(priv, k)[2]) for k in priv
             if k.startswith(root) and k.endswith("_pos") and f"{k[: -len('_pos')]}_quat" in priv]
-    return max(tops, default=-np.inf)
+    top = max(tops, default=-np.inf)
+    return top if f"{root}_pos" in priv and top > float(_vec(priv, f"{root}_pos")[2]) + 0.1 else None
 
 
 def _inside_fixture(priv: dict, obj: str) -> np.ndarray | None:
     """xy direction from an articulated fixture (drawer cabinet) out to ``obj`` if ``obj`` sits in it: above its
-    base by 0.1 m but more than :data:`ON_TOP_BELOW` below its top (higher, it stands on the top, :func:`_on_top`)."""
+    base by 0.1 m but not on its top (:func:`_on_top`)."""
     pos = _vec(priv, f"{obj}_pos")
     for key in priv:
         if not key.endswith("_qpos") or key == "gripper_qpos":
             continue
         name = key[: -len("_qpos")]
-        fixture = _vec(priv, f"{name}_pos")
+        fixture, top = _vec(priv, f"{name}_pos"), _fixture_top(priv, name)
         away = pos[:2] - fixture[:2]
-        inside = pos[2] < _fixture_top(priv, name) - ON_TOP_BELOW
-        if np.linalg.norm(away) < 0.3 and pos[2] - fixture[2] > 0.1 and inside:
+        below_top = top is None or pos[2] < top - ON_TOP_BELOW
+        if np.linalg.norm(away) < 0.3 and pos[2] - fixture[2] > 0.1 and below_top:
             return away / max(float(np.linalg.norm(away)), 1e-9)
     return None
 
@@ -275,10 +277,10 @@ def _on_top(priv: dict, obj: str) -> str | None:
     for name in _fixtures(priv):
         if f"{name}_anchor" not in priv:
             continue
-        base = _vec(priv, f"{name}_pos")
-        if np.linalg.norm(pos[:2] - base[:2]) < 0.3 and pos[2] - base[2] > 0.1:
-            if pos[2] >= _fixture_top(priv, name) - ON_TOP_BELOW:
-                return name
+        base, top = _vec(priv, f"{name}_pos"), _fixture_top(priv, name)
+        near = np.linalg.norm(pos[:2] - base[:2]) < 0.3 and pos[2] - base[2] > 0.1
+        if near and top is not None and pos[2] >= top - ON_TOP_BELOW:
+            return name
     return None
 
 
