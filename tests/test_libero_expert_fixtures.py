@@ -293,7 +293,8 @@ def _bowl_on_the_cabinet(bowl_z: float = 1.126, eef=(-0.2, 0.0, 1.18)) -> dict:
     at the table's side; the plate across the table."""
     scene = _cabinet(eef, goal="on akita_black_bowl_1 plate_1")
     scene.update({
-        "wooden_cabinet_1_top_side_pos": np.array([0.03, -0.246, 1.127]), "wooden_cabinet_1_top_side_quat": DOWN,
+        "wooden_cabinet_1_top_side_pos": np.array([0.03, -0.246, 1.127]),
+        "wooden_cabinet_1_top_side_quat": np.array([0, 0, 0, 1.0]), "wooden_cabinet_1_top_side_size": np.array([0.125, 0.094, 0.001]),
         "akita_black_bowl_1_pos": np.array([0.05, -0.24, bowl_z]), "akita_black_bowl_1_quat": np.array([0, 0, 0, 1.0]),
         "plate_1_pos": np.array([0.05, 0.2, 0.903]), "plate_1_quat": np.array([0, 0, 0, 1.0]),
     })
@@ -315,6 +316,10 @@ def test_a_bowl_on_a_cabinets_top_is_gripped_on_the_rim_facing_the_robot():
     point, _ = ex.grasp_pose(drawer, "akita_black_bowl_1", "plate_1")
     slide = place._inside_fixture(drawer, "akita_black_bowl_1")
     assert slide is not None and abs(float((point[:2] - bowl[:2]) @ slide)) < 1e-9  # the rim point across the slide
+    lifted = _bowl_on_the_cabinet()  # as high as the top, but over the open drawer (lifted out of it, slipping)
+    lifted["akita_black_bowl_1_pos"] = np.array([0.05, -0.12, 1.126])
+    assert place._on_top(lifted, "akita_black_bowl_1") is None  # off the top panel's footprint: still the drawer's
+    assert place._inside_fixture(lifted, "akita_black_bowl_1") is not None
 
 
 def test_a_bowl_on_a_cabinets_top_is_approached_from_a_lower_hover():

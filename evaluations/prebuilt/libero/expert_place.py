@@ -44,6 +44,7 @@ import numpy as np
 from . import expert_multi as _multi
 from .expert_bddl import _container_aabb, _text, parse_goal
 from .expert_grasp import clear_fingers
+from .expert_top import on_top as _on_top
 from .expert_fixtures import open_handles
 from .expert_motion import toward as _toward
 from .expert_motion import vec as _vec
@@ -117,9 +118,6 @@ PLACED_XY = 0.05
 #: milk carton hung by its gable roof's eave on one finger pad and rose with the hand, then fell out of reach.
 REACH_IN = 0.01
 RIM_CLEARANCE = 0.03
-#: A bowl whose origin is less than this (m) below an articulated fixture's top stands on the fixture (a bowl on
-#: the cabinet's top, its origin 1 mm under the top panel's), not in one of its drawers (the top drawer's bowl: 6 cm).
-ON_TOP_BELOW = 0.03
 
 
 
@@ -240,47 +238,19 @@ def _clearance_height(priv: dict, obj: str) -> float:
     return top + FIXTURE_CLEARANCE
 
 
-def _fixture_top(priv: dict, name: str) -> float | None:
-    """Height (m) of the top of the articulated fixture ``name`` (or of the fixture a drawer region ``name`` belongs
-    to: the one with ``_anchor``): its highest body or site origin (a cabinet: its top panel's), or ``None`` when
-    none is more than 0.1 m above the fixture's origin (no top known: a flat stove)."""
-    parts = name.split("_")
-    roots = ["_".join(parts[:cut]) for cut in range(len(parts), 0, -1)]
-    root = next((r for r in roots if f"{r}_anchor" in priv), name)
-    tops = [float(_vec(priv, k)[2]) for k in priv
-            if k.startswith(root) and k.endswith("_pos") and f"{k[: -len('_pos')]}_quat" in priv]
-    top = max(tops, default=-np.inf)
-    return top if f"{root}_pos" in priv and top > float(_vec(priv, f"{root}_pos")[2]) + 0.1 else None
-
-
 def _inside_fixture(priv: dict, obj: str) -> np.ndarray | None:
-    """xy direction from an articulated fixture (drawer cabinet) out to ``obj`` if ``obj`` sits in it: above its
-    base by 0.1 m but not on its top (:func:`_on_top`)."""
+    """xy direction from an articulated fixture (drawer cabinet) out to ``obj`` if ``obj`` sits in it (above its
+    base by 0.1 m), unless it stands on a fixture's top (:func:`~evaluations.prebuilt.libero.expert_top.on_top`)."""
     pos = _vec(priv, f"{obj}_pos")
+    if _on_top(priv, obj) is not None:
+        return None
     for key in priv:
         if not key.endswith("_qpos") or key == "gripper_qpos":
             continue
-        name = key[: -len("_qpos")]
-        fixture, top = _vec(priv, f"{name}_pos"), _fixture_top(priv, name)
+        fixture = _vec(priv, f"{key[: -len('_qpos')]}_pos")
         away = pos[:2] - fixture[:2]
-        below_top = top is None or pos[2] < top - ON_TOP_BELOW
-        if np.linalg.norm(away) < 0.3 and pos[2] - fixture[2] > 0.1 and below_top:
+        if np.linalg.norm(away) < 0.3 and pos[2] - fixture[2] > 0.1:
             return away / max(float(np.linalg.norm(away)), 1e-9)
-    return None
-
-
-def _on_top(priv: dict, obj: str) -> str | None:
-    """The articulated fixture (one with ``_anchor``) whose top ``obj`` stands on, or ``None``: within 0.3 m of its
-    origin in xy, more than 0.1 m above it, and no more than :data:`ON_TOP_BELOW` below its top (a bowl on the
-    cabinet; not one on the flat stove, nor one in a drawer: :func:`_inside_fixture`)."""
-    pos = _vec(priv, f"{obj}_pos")
-    for name in _fixtures(priv):
-        if f"{name}_anchor" not in priv:
-            continue
-        base, top = _vec(priv, f"{name}_pos"), _fixture_top(priv, name)
-        near = np.linalg.norm(pos[:2] - base[:2]) < 0.3 and pos[2] - base[2] > 0.1
-        if near and top is not None and pos[2] >= top - ON_TOP_BELOW:
-            return name
     return None
 
 

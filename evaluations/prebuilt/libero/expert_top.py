@@ -1,0 +1,60 @@
+"""Where a bowl stands on an articulated fixture, for ``prebuilt/libero-expert``
+(:mod:`evaluations.prebuilt.libero.expert_place`): on its top (``libero_spatial/9``: the bowl on the wooden cabinet)
+or, lower down, in one of its drawers (``libero_spatial/4``).
+
+A bowl on the cabinet's top is not in a drawer: its origin is 1 mm under the top panel's site, a bowl in the top
+drawer's 6 cm under it. It stands on the top when it is over the top panel (inside the panel site's half-extents,
+``<site>_size``, in the site's frame): a bowl lifted out of an open drawer is as high, but over the drawer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from .expert_motion import vec as _vec
+
+#: A bowl whose origin is less than this (m) below an articulated fixture's top, over the top, stands on the fixture
+#: (a bowl on the cabinet's top, its origin 1 mm under the top panel's), not in one of its drawers (the top
+#: drawer's bowl: 6 cm under it).
+ON_TOP_BELOW = 0.03
+
+
+def _top_site(priv: dict, name: str) -> tuple[float, str] | None:
+    """``(height (m), key prefix)`` of the highest body or site origin of the articulated fixture ``name`` (or of
+    the fixture a drawer region ``name`` belongs to: the one with ``_anchor``), a cabinet's top panel; ``None``
+    when none is more than 0.1 m above the fixture's origin (no top known: a flat stove)."""
+    parts = name.split("_")
+    roots = ["_".join(parts[:cut]) for cut in range(len(parts), 0, -1)]
+    root = next((r for r in roots if f"{r}_anchor" in priv), name)
+    sites = [(float(_vec(priv, k)[2]), k[: -len("_pos")]) for k in priv
+             if k.startswith(root) and k.endswith("_pos") and f"{k[: -len('_pos')]}_quat" in priv]
+    if not sites or f"{root}_pos" not in priv:
+        return None
+    top = max(sites)
+    return top if top[0] > float(_vec(priv, f"{root}_pos")[2]) + 0.1 else None
+
+
+def _over(priv: dict, site: str, xy: np.ndarray) -> bool:
+    """``xy`` (m) lies over the site's footprint: within its half-extents (``<site>_size``) in its own frame; true
+    when the site has no size."""
+    if f"{site}_size" not in priv:
+        return True
+    rel = Rotation.from_quat(_vec(priv, f"{site}_quat")).inv().apply([*(xy - _vec(priv, f"{site}_pos")[:2]), 0.0])
+    return bool(np.all(np.abs(rel[:2]) <= _vec(priv, f"{site}_size")[:2]))
+
+
+def on_top(priv: dict, obj: str) -> str | None:
+    """The articulated fixture (one with ``_anchor``) whose top ``obj`` stands on, or ``None``: within 0.3 m of its
+    origin in xy and more than 0.1 m above it, no more than :data:`ON_TOP_BELOW` below its top and over the top's
+    footprint (a bowl on the cabinet; not one on the flat stove, nor one in a drawer or lifted out of one)."""
+    pos = _vec(priv, f"{obj}_pos")
+    for key in sorted(priv):
+        if not key.endswith("_anchor"):
+            continue
+        name = key[: -len("_anchor")]
+        base, top = _vec(priv, f"{name}_pos"), _top_site(priv, name)
+        near = np.linalg.norm(pos[:2] - base[:2]) < 0.3 and pos[2] - base[2] > 0.1
+        if near and top is not None and pos[2] >= top[0] - ON_TOP_BELOW and _over(priv, top[1], pos[:2]):
+            return name
+    return None
