@@ -45,6 +45,7 @@ from . import expert_multi as _multi
 from .expert_bddl import _container_aabb, _text, parse_goal
 from .expert_grasp import clear_fingers
 from .expert_top import on_top as _on_top
+from .expert_top import out_from_under
 from .expert_fixtures import open_handles
 from .expert_motion import toward as _toward
 from .expert_motion import vec as _vec
@@ -402,7 +403,11 @@ def _approach(
 
 
 def _carry(priv: dict, eef: np.ndarray, predicate: str, obj: str, target: str) -> tuple[np.ndarray, float]:
-    """Carry the held object above the destination, lower it, release it."""
+    """Carry the held object above the destination, lower it, release it (a bowl in a drawer: first out from
+    under the cabinet's top, :func:`~evaluations.prebuilt.libero.expert_top.out_from_under`)."""
+    shift = out_from_under(priv, obj, target) if _is_bowl(obj) else None
+    if shift is not None:  # out along the slide, rising as much (over the drawer's front panel)
+        return _toward(eef, eef + np.array([shift[0], shift[1], float(np.linalg.norm(shift))])), 1.0
     obj_pos, dest = _vec(priv, f"{obj}_pos"), _multi.destination(priv, obj, target)
     offset = obj_pos - eef  # where the object hangs relative to the fingers
     goal_xy = dest[:2] - offset[:2]

@@ -58,3 +58,38 @@ def on_top(priv: dict, obj: str) -> str | None:
         if near and top is not None and pos[2] >= top[0] - ON_TOP_BELOW and _over(priv, top[1], pos[:2]):
             return name
     return None
+
+
+#: A bowl lifted out of a drawer first slides out along the drawer until its rim is this far (m) out from under the
+#: edge of the cabinet's top panel.
+UNDER_CLEAR = 0.015
+
+
+def out_from_under(priv: dict, obj: str, target: str) -> np.ndarray | None:
+    """xy shift (m, world) that brings the rim of ``obj``, held in a drawer, :data:`UNDER_CLEAR` out from under the
+    edge of its cabinet's top panel, along the drawer's slide (``<fixture>_axis``); ``None`` when it is clear, has
+    risen above the top, is in no drawer, or when ``target`` belongs to that cabinet (a bowl going in).
+
+    ``libero_spatial/4``: the bowl's far rim a few mm under the panel's edge, the bowl lifted straight up pivoted
+    out of the fingers (init states 5, 7, 18, 37 failed, all among the 15 of 50 with the least room there)."""
+    if f"{obj}_aabb" not in priv:
+        return None
+    pos, box = _vec(priv, f"{obj}_pos"), _vec(priv, f"{obj}_aabb")
+    radius = 0.5 * float(max(box[3] - box[0], box[4] - box[1]))
+    for key in sorted(priv):
+        name = key[: -len("_axis")] if key.endswith("_axis") else None
+        if name is None or f"{name}_pos" not in priv or target.startswith(name):
+            continue
+        base, top = _vec(priv, f"{name}_pos"), _top_site(priv, name)
+        if top is None or f"{top[1]}_size" not in priv or np.linalg.norm(pos[:2] - base[:2]) > 0.3:
+            continue
+        if pos[2] - base[2] < 0.1 or box[5] > top[0]:
+            continue
+        axis = np.array([*_vec(priv, key)[:2], 0.0])
+        axis /= max(float(np.linalg.norm(axis)), 1e-9)
+        rot = Rotation.from_quat(_vec(priv, f"{top[1]}_quat"))
+        reach = float(np.abs(rot.inv().apply(axis)[:2]) @ _vec(priv, f"{top[1]}_size")[:2])  # panel's half-extent
+        along = float((pos[:2] - _vec(priv, f"{top[1]}_pos")[:2]) @ axis[:2])
+        need = reach + radius + UNDER_CLEAR - abs(along)
+        return np.sign(along) * need * axis[:2] if need > 0 else None
+    return None
