@@ -10,6 +10,7 @@ from evaluations.prebuilt.libero import expert as ex
 from evaluations.prebuilt.libero import expert_fixtures as fx
 from evaluations.prebuilt.libero import expert_goals as goals
 from evaluations.prebuilt.libero import expert_place as place
+from evaluations.prebuilt.libero import expert_top as top
 from evaluations.prebuilt.libero.expert_grasp import clear_fingers
 from evaluations.prebuilt.libero.privileged import _open_sign
 from evaluations.prebuilt.libero.rotation import rotation_error
@@ -328,3 +329,30 @@ def test_a_bowl_on_a_cabinets_top_is_approached_from_a_lower_hover():
     scene = _bowl_on_the_cabinet(eef=(-0.2, 0.0, 1.18))  # 2.7 cm over the grasp height, 7 cm under the old hover
     action = ex.plan(scene)
     assert action[0] > 0.5 and action[2] < 0.5 and action[6] == -1.0  # on its way over, not straight up
+
+
+def _bowl_held_in_the_drawer(y: float) -> dict:
+    """The bowl in the open top drawer (slide along world y, opening toward +y), its far rim near the edge of the
+    cabinet's top panel (the panel reaches to y = −0.152), held on its rim."""
+    scene = _bowl_on_the_cabinet(bowl_z=1.063)
+    bowl = np.array([0.05, y, 1.063])
+    scene.update({"akita_black_bowl_1_pos": bowl,
+                  "akita_black_bowl_1_aabb": np.array([0.05 - 0.053, y - 0.053, 1.064, 0.05 + 0.053, y + 0.053, 1.115]),
+                  "eef_pos": bowl + np.array([ex.BOWL_RIM, 0.0, ex.BOWL_GRASP_DZ]), "gripper_qpos": np.array([0.0045, -0.0045])})
+    return scene
+
+
+def test_a_bowl_lifted_out_of_a_drawer_first_comes_out_from_under_the_cabinets_top():
+    """libero_spatial/4 (init 5, 7, 18, 37): the far rim a few mm under the top panel's edge, the bowl lifted
+    straight up pivoted out of the fingers. It moves out along the slide first, rising as much (over the drawer's
+    front panel), until its rim is UNDER_CLEAR out from under the panel; then the carry rises as before."""
+    scene = _bowl_held_in_the_drawer(-0.104)  # rim 0.5 cm under the panel
+    shift = place.out_from_under(scene, "akita_black_bowl_1", "plate_1")
+    assert shift == pytest.approx([0.0, 0.094 + 0.053 + top.UNDER_CLEAR - 0.142])
+    action = ex.plan(scene)
+    assert action[6] == 1.0 and action[1] > 0.2 and action[2] == pytest.approx(action[1]) and abs(action[0]) < 1e-6
+    clear = _bowl_held_in_the_drawer(-0.08)  # already 2.4 cm clear: straight up to the carry height
+    assert place.out_from_under(clear, "akita_black_bowl_1", "plate_1") is None
+    action = ex.plan(clear)
+    assert action[2] > 0.2 and abs(action[1]) < 1e-6
+    assert top.out_from_under(scene, "akita_black_bowl_1", "wooden_cabinet_1_top_region") is None  # going in
