@@ -356,3 +356,7 @@ def test_a_bowl_lifted_out_of_a_drawer_first_comes_out_from_under_the_cabinets_t
     action = ex.plan(clear)
     assert action[2] > 0.2 and abs(action[1]) < 1e-6
     assert top.out_from_under(scene, "akita_black_bowl_1", "wooden_cabinet_1_top_region") is None  # going in
+    beside = _bowl_held_in_the_drawer(-0.104)  # as near the top's edge along the slide, but beside the cabinet
+    beside["akita_black_bowl_1_pos"] = beside["akita_black_bowl_1_pos"] + [0.2, 0.0, 0.0]
+    beside["akita_black_bowl_1_aabb"] = beside["akita_black_bowl_1_aabb"] + [0.2, 0.0, 0.0, 0.2, 0.0, 0.0]
+    assert top.out_from_under(beside, "akita_black_bowl_1", "plate_1") is None

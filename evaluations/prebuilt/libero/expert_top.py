@@ -68,7 +68,8 @@ UNDER_CLEAR = 0.015
 def out_from_under(priv: dict, obj: str, target: str) -> np.ndarray | None:
     """xy shift (m, world) that brings the rim of ``obj``, held in a drawer, :data:`UNDER_CLEAR` out from under the
     edge of its cabinet's top panel, along the drawer's slide (``<fixture>_axis``); ``None`` when it is clear, has
-    risen above the top, is in no drawer, or when ``target`` belongs to that cabinet (a bowl going in).
+    risen above the top, is in no drawer (beside the panel: its centre outside the panel's width across the slide),
+    or when ``target`` belongs to that cabinet (a bowl going in).
 
     ``libero_spatial/4``: the bowl's far rim a few mm under the panel's edge, the bowl lifted straight up pivoted
     out of the fingers (init states 5, 7, 18, 37 failed, all among the 15 of 50 with the least room there)."""
@@ -87,9 +88,14 @@ def out_from_under(priv: dict, obj: str, target: str) -> np.ndarray | None:
             continue
         axis = np.array([*_vec(priv, key)[:2], 0.0])
         axis /= max(float(np.linalg.norm(axis)), 1e-9)
-        rot = Rotation.from_quat(_vec(priv, f"{top[1]}_quat"))
-        reach = float(np.abs(rot.inv().apply(axis)[:2]) @ _vec(priv, f"{top[1]}_size")[:2])  # panel's half-extent
-        along = float((pos[:2] - _vec(priv, f"{top[1]}_pos")[:2]) @ axis[:2])
+        across = np.array([-axis[1], axis[0], 0.0])
+        rot, half = Rotation.from_quat(_vec(priv, f"{top[1]}_quat")), _vec(priv, f"{top[1]}_size")[:2]
+        reach = float(np.abs(rot.inv().apply(axis)[:2]) @ half)  # the panel's half-extent along the slide
+        width = float(np.abs(rot.inv().apply(across)[:2]) @ half)  # and across it
+        rel = pos[:2] - _vec(priv, f"{top[1]}_pos")[:2]
+        along = float(rel @ axis[:2])
+        if abs(float(rel @ across[:2])) > width:  # beside the cabinet, not in front of it: in no drawer
+            continue
         need = reach + radius + UNDER_CLEAR - abs(along)
         return np.sign(along) * need * axis[:2] if need > 0 else None
     return None
