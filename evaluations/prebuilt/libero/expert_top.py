@@ -5,6 +5,8 @@ or, lower down, in one of its drawers (``libero_spatial/4``).
 A bowl on the cabinet's top is not in a drawer: its origin is 1 mm under the top panel's site, a bowl in the top
 drawer's 6 cm under it. It stands on the top when it is over the top panel (inside the panel site's half-extents,
 ``<site>_size``, in the site's frame): a bowl lifted out of an open drawer is as high, but over the drawer.
+A bowl held in a drawer whose rim is still under the top panel's edge is first moved out along the slide
+(:func:`out_from_under`): lifted straight up, it caught under the panel and pivoted out of the fingers.
 """
 
 from __future__ import annotations
