@@ -9,6 +9,8 @@ import pytest
 from evaluations.prebuilt.libero import expert as ex
 from evaluations.prebuilt.libero import expert_fixtures as fx
 from evaluations.prebuilt.libero import expert_goals as goals
+from evaluations.prebuilt.libero import expert_place as place
+from evaluations.prebuilt.libero import expert_top as top
 from evaluations.prebuilt.libero.expert_grasp import clear_fingers
 from evaluations.prebuilt.libero.privileged import _open_sign
 from evaluations.prebuilt.libero.rotation import rotation_error
@@ -286,3 +288,76 @@ def test_the_expert_solves_a_real_episode_of_each_new_primitive(suite, task, cap
     """)
     result = [line for line in out.splitlines() if line.startswith("RESULT")][-1].split()
     assert result[1] == "True" and int(result[2]) < cap, out[-2000:]
+
+
+def _bowl_on_the_cabinet(bowl_z: float = 1.126, eef=(-0.2, 0.0, 1.18)) -> dict:
+    """libero_spatial/9: the bowl on the wooden cabinet's top (its origin 1 mm under the top panel's site), far out
+    at the table's side; the plate across the table."""
+    scene = _cabinet(eef, goal="on akita_black_bowl_1 plate_1")
+    scene.update({
+        "wooden_cabinet_1_top_side_pos": np.array([0.03, -0.246, 1.127]),
+        "wooden_cabinet_1_top_side_quat": np.array([0, 0, 0, 1.0]), "wooden_cabinet_1_top_side_size": np.array([0.125, 0.094, 0.001]),
+        "akita_black_bowl_1_pos": np.array([0.05, -0.24, bowl_z]), "akita_black_bowl_1_quat": np.array([0, 0, 0, 1.0]),
+        "plate_1_pos": np.array([0.05, 0.2, 0.903]), "plate_1_quat": np.array([0, 0, 0, 1.0]),
+    })
+    return scene
+
+
+def test_a_bowl_on_a_cabinets_top_is_gripped_on_the_rim_facing_the_robot():
+    """Taken for a bowl in a drawer, it was gripped across a "slide" from the cabinet's origin (any direction), and
+    on the far rim the arm, reaching out and up, stretched straight and stalled over the plate (init 1, 8, 18, 19).
+    The cabinet under it is no neighbour (as a 15 cm disc it left no side any room)."""
+    scene = _bowl_on_the_cabinet()
+    bowl = scene["akita_black_bowl_1_pos"]
+    assert place._on_top(scene, "akita_black_bowl_1") == "wooden_cabinet_1"
+    point, yaw = ex.grasp_pose(scene, "akita_black_bowl_1", "plate_1")
+    assert point == pytest.approx(bowl + [-ex.BOWL_RIM, 0.0, ex.BOWL_GRASP_DZ])
+    assert abs(yaw) == pytest.approx(np.pi / 2)  # fingers open along x, radially
+    drawer = _bowl_on_the_cabinet(bowl_z=1.063)  # in the top drawer (6 cm under the top): across the slide still
+    assert place._on_top(drawer, "akita_black_bowl_1") is None
+    point, _ = ex.grasp_pose(drawer, "akita_black_bowl_1", "plate_1")
+    slide = place._inside_fixture(drawer, "akita_black_bowl_1")
+    assert slide is not None and abs(float((point[:2] - bowl[:2]) @ slide)) < 1e-9  # the rim point across the slide
+    lifted = _bowl_on_the_cabinet()  # as high as the top, but over the open drawer (lifted out of it, slipping)
+    lifted["akita_black_bowl_1_pos"] = np.array([0.05, -0.12, 1.126])
+    assert place._on_top(lifted, "akita_black_bowl_1") is None  # off the top panel's footprint: still the drawer's
+    assert place._inside_fixture(lifted, "akita_black_bowl_1") is not None
+
+
+def test_a_bowl_on_a_cabinets_top_is_approached_from_a_lower_hover():
+    """10 cm over the cabinet's top the arm was stretched out and up and stalled 2 cm short of the point above the
+    rim (init 29); the hand travels at HOVER_ON_TOP over the grasp point instead of rising to HOVER first."""
+    scene = _bowl_on_the_cabinet(eef=(-0.2, 0.0, 1.18))  # 2.7 cm over the grasp height, 7 cm under the old hover
+    action = ex.plan(scene)
+    assert action[0] > 0.5 and action[2] < 0.5 and action[6] == -1.0  # on its way over, not straight up
+
+
+def _bowl_held_in_the_drawer(y: float) -> dict:
+    """The bowl in the open top drawer (slide along world y, opening toward +y), its far rim near the edge of the
+    cabinet's top panel (the panel reaches to y = −0.152), held on its rim."""
+    scene = _bowl_on_the_cabinet(bowl_z=1.063)
+    bowl = np.array([0.05, y, 1.063])
+    scene.update({"akita_black_bowl_1_pos": bowl,
+                  "akita_black_bowl_1_aabb": np.array([0.05 - 0.053, y - 0.053, 1.064, 0.05 + 0.053, y + 0.053, 1.115]),
+                  "eef_pos": bowl + np.array([ex.BOWL_RIM, 0.0, ex.BOWL_GRASP_DZ]), "gripper_qpos": np.array([0.0045, -0.0045])})
+    return scene
+
+
+def test_a_bowl_lifted_out_of_a_drawer_first_comes_out_from_under_the_cabinets_top():
+    """libero_spatial/4 (init 5, 7, 18, 37): the far rim a few mm under the top panel's edge, the bowl lifted
+    straight up pivoted out of the fingers. It moves out along the slide first, rising as much (over the drawer's
+    front panel), until its rim is UNDER_CLEAR out from under the panel; then the carry rises as before."""
+    scene = _bowl_held_in_the_drawer(-0.104)  # rim 0.5 cm under the panel
+    shift = place.out_from_under(scene, "akita_black_bowl_1", "plate_1")
+    assert shift == pytest.approx([0.0, 0.094 + 0.053 + top.UNDER_CLEAR - 0.142])
+    action = ex.plan(scene)
+    assert action[6] == 1.0 and action[1] > 0.2 and action[2] == pytest.approx(action[1]) and abs(action[0]) < 1e-6
+    clear = _bowl_held_in_the_drawer(-0.08)  # already 2.4 cm clear: straight up to the carry height
+    assert place.out_from_under(clear, "akita_black_bowl_1", "plate_1") is None
+    action = ex.plan(clear)
+    assert action[2] > 0.2 and abs(action[1]) < 1e-6
+    assert top.out_from_under(scene, "akita_black_bowl_1", "wooden_cabinet_1_top_region") is None  # going in
+    beside = _bowl_held_in_the_drawer(-0.104)  # as near the top's edge along the slide, but beside the cabinet
+    beside["akita_black_bowl_1_pos"] = beside["akita_black_bowl_1_pos"] + [0.2, 0.0, 0.0]
+    beside["akita_black_bowl_1_aabb"] = beside["akita_black_bowl_1_aabb"] + [0.2, 0.0, 0.0, 0.2, 0.0, 0.0]
+    assert top.out_from_under(beside, "akita_black_bowl_1", "plate_1") is None

@@ -44,6 +44,8 @@ import numpy as np
 from . import expert_multi as _multi
 from .expert_bddl import _container_aabb, _text, parse_goal
 from .expert_grasp import clear_fingers
+from .expert_top import on_top as _on_top
+from .expert_top import out_from_under
 from .expert_fixtures import open_handles
 from .expert_motion import toward as _toward
 from .expert_motion import vec as _vec
@@ -67,6 +69,10 @@ GRASP_DZ = 0.0
 FINGER_DEPTH = 0.035
 #: Hover height above the grasp point before descending (m).
 HOVER = 0.10
+#: Hover height (m) over a bowl standing on an articulated fixture's top (:func:`_on_top`): the cabinet's top is
+#: 22 cm above the table at its far side, and 10 cm over it the arm was stretched out and up (the elbow nearly
+#: straight) and stalled 2 cm short of the point above the rim until the step cap.
+HOVER_ON_TOP = 0.05
 #: Clearance of the carried object's origin above the destination when releasing (m).
 RELEASE_CLEARANCE = {"on": 0.045, "in": 0.03}
 #: Carry height of the object's origin above the destination's (m).
@@ -205,15 +211,15 @@ def _fixtures(priv: dict) -> list[str]:
     return [k[: -len("_qpos")] for k in priv if k.endswith("_qpos") and k != "gripper_qpos"]
 
 
-def _neighbours(priv: dict, obj: str) -> list[tuple[np.ndarray, float]]:
+def _neighbours(priv: dict, obj: str, under: str | None = None) -> list[tuple[np.ndarray, float]]:
     """``(position, radius)`` of every other body: objects as points, articulated fixtures as
     :data:`FIXTURE_RADIUS` discs (a cabinet's origin is far from its walls), open drawers' handles as
-    :data:`HANDLE_RADIUS` discs."""
+    :data:`HANDLE_RADIUS` discs; not the fixture ``under`` (the one ``obj`` stands on: under it, not beside it)."""
     fixtures = set(_fixtures(priv))
     names = sorted({k[: -len("_pos")] for k in priv if k.endswith("_pos") and k != "eef_pos"})  # not hash order
     out = []
     for name in names:
-        if name == obj or f"{name}_quat" not in priv or "region" in name or name.endswith("_side"):
+        if name in (obj, under) or f"{name}_quat" not in priv or "region" in name or name.endswith("_side"):
             continue
         if name.startswith("main_table") or name.startswith("floor") or name.startswith("kitchen_table"):
             continue
@@ -234,8 +240,11 @@ def _clearance_height(priv: dict, obj: str) -> float:
 
 
 def _inside_fixture(priv: dict, obj: str) -> np.ndarray | None:
-    """xy direction from an articulated fixture (drawer cabinet) out to ``obj`` if ``obj`` sits in it."""
+    """xy direction from an articulated fixture (drawer cabinet) out to ``obj`` if ``obj`` sits in it (above its
+    base by 0.1 m), unless it stands on a fixture's top (:func:`~evaluations.prebuilt.libero.expert_top.on_top`)."""
     pos = _vec(priv, f"{obj}_pos")
+    if _on_top(priv, obj) is not None:
+        return None
     for key in priv:
         if not key.endswith("_qpos") or key == "gripper_qpos":
             continue
@@ -263,11 +272,12 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
     if slide is not None:
         theta = float(np.arctan2(slide[1], slide[0])) + np.pi / 2
         thetas = [theta, theta + np.pi]
-    elif pos[0] > FAR_X:
+    stand = _on_top(priv, obj) if slide is None else None
+    if slide is None and (pos[0] > FAR_X or stand is not None):
         thetas = [-np.pi / 2, np.pi / 2, np.pi]
-    else:
+    elif slide is None:
         thetas = [-np.pi / 2, np.pi / 2]
-    others = [(n, r) for n, r in _neighbours(priv, obj) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
+    others = [(n, r) for n, r in _neighbours(priv, obj, stand) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
 
     radius, dz = _rim(priv, obj)
 
@@ -339,7 +349,7 @@ def place(priv: dict, goal: tuple[str, str, str] | None) -> np.ndarray:
     predicate, obj, target = goal
     grasp, yaw = grasp_pose(priv, obj, target)
     near = hold_distance(priv, obj)
-    hover = grasp[2] + HOVER
+    hover = grasp[2] + (HOVER_ON_TOP if _is_bowl(obj) and _on_top(priv, obj) else HOVER)
     rot = rotation_action(quat)
     if speed > MOVING:  # opening: rise clear of the object
         move, grip = _toward(eef, np.array([eef[0], eef[1], max(eef[2], hover)])), -1.0
@@ -393,7 +403,11 @@ def _approach(
 
 
 def _carry(priv: dict, eef: np.ndarray, predicate: str, obj: str, target: str) -> tuple[np.ndarray, float]:
-    """Carry the held object above the destination, lower it, release it."""
+    """Carry the held object above the destination, lower it, release it (a bowl in a drawer: first out from
+    under the cabinet's top, :func:`~evaluations.prebuilt.libero.expert_top.out_from_under`)."""
+    shift = out_from_under(priv, obj, target) if _is_bowl(obj) else None
+    if shift is not None:  # out along the slide, rising as much (over the drawer's front panel)
+        return _toward(eef, eef + np.array([shift[0], shift[1], float(np.linalg.norm(shift))])), 1.0
     obj_pos, dest = _vec(priv, f"{obj}_pos"), _multi.destination(priv, obj, target)
     offset = obj_pos - eef  # where the object hangs relative to the fingers
     goal_xy = dest[:2] - offset[:2]
