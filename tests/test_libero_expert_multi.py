@@ -128,6 +128,17 @@ def test_a_carton_pushed_past_the_fingers_reach_is_left_and_the_box_picked():
     assert goals.next_goal(far)[:3] == ("place", "in", CHEESE)
 
 
+def test_a_carton_standing_beside_the_box_is_not_pushed():
+    """Pushed at its foot, the carton standing 2.5 cm beside the cheese box toppled onto the butter, whose
+    descent then stopped on it until the step cap (task 1, init state 33); only a lying one is pushed."""
+    scene = _two_boxes(eef=(0.08, -0.17, 0.58), cheese=(0.076, -0.176, 0.446), butter=(0.033, 0.057, 0.445))
+    scene.update({f"{MILK}_pos": np.array([0.076, -0.1, 0.505]), f"{MILK}_quat": np.array([0.53, 0.5, 0.5, 0.47]),
+                  f"{MILK}_aabb": np.array([0.046, -0.13, 0.437, 0.106, -0.07, 0.572])})  # 6 x 6 cm, 13.5 cm tall
+    assert grasp_mod._away(ep.grasp_pose(scene, CHEESE)[0][:2], scene[f"{MILK}_aabb"], np.array([0.0, 1.0]),
+                           np.array([1.0, 0.0]), 0.0) != 0.0  # under the finger's band all the same
+    assert goals.next_goal(scene)[:3] == ("place", "in", CHEESE)
+
+
 def test_no_push_toward_the_next_object_while_the_hand_lets_a_load_go_over_the_basket():
     """With the cheese held in the basket's window and a carton beside the butter, the push started there kept
     the fingers closed on the cheese and carried it away from the basket (task 1, init states 34, 46)."""

@@ -75,7 +75,8 @@ def _away(point: np.ndarray, other: np.ndarray, opening: np.ndarray, slide: np.n
 
 def covering(priv: dict, obj: str, grasp: np.ndarray, yaw: float) -> tuple[str, np.ndarray, float] | None:
     """``(neighbour, table point (m) to push it to, lowest push height (m))`` for a neighbour lying across the box
-    ``obj`` or alongside it (its bottom below the box's top, its top above it) that is still under a finger at
+    ``obj`` or lying alongside it (its bottom below the box's top, its top above it; alongside, not taller than it
+    is long: a standing carton, pushed at its foot, toppled onto the next box) that is still under a finger at
     ``grasp`` (``yaw`` as in :func:`clear_fingers`, which found no clear spot along the box); ``None`` if there is
     none.
 
@@ -96,6 +97,9 @@ def covering(priv: dict, obj: str, grasp: np.ndarray, yaw: float) -> tuple[str, 
         other = _vec(priv, key)
         if other[2] > box[5] or other[5] < box[5] + 0.01:
             continue
+        overlaps = bool(np.all(other[:2] < box[3:5]) and np.all(other[3:5] > box[:2]))
+        if not overlaps and other[5] - other[2] > max(other[3] - other[0], other[4] - other[1]):
+            continue  # standing beside the box, not lying: pushed at its foot it toppled onto the butter
         if _away(grasp[:2], other, opening, slide, 0.0) == 0.0:
             continue
         centre = 0.5 * (box[:2] + box[3:5])
