@@ -185,6 +185,23 @@ def test_a_bowl_still_in_the_fingers_over_the_plate_is_not_placed_yet():
     assert ex.current_goal(scene) is None
 
 
+def test_a_bowl_let_go_off_the_plates_centre_is_placed_only_within_libero_s_3_cm():
+    """LIBERO's ``On`` onto an object wants the origins within 3 cm (xy); a bowl that slid 4.3 cm off the plate's
+    centre after the release was counted placed and left there until the step cap (libero_goal 8, init 10)."""
+    scene = _bowl_scene(0.3)
+    plate = scene["plate_1_pos"]
+    scene["plate_1_aabb"] = np.concatenate([plate - [0.07, 0.07, 0.0], plate + [0.07, 0.07, 0.019]])
+    scene["akita_black_bowl_1_pos"] = plate + np.array([-0.005, 0.043, 0.009])  # resting, the fingers open
+    assert ex.current_goal(scene) == ("on", "akita_black_bowl_1", "plate_1")
+    scene["akita_black_bowl_1_pos"] = plate + np.array([-0.005, 0.02, 0.009])
+    assert ex.current_goal(scene) is None
+    # onto a region site (LIBERO's On takes the origin anywhere within its half-extents) the 5 cm stay
+    region = dict(scene, goal="on akita_black_bowl_1 plate_1_region", plate_1_region_pos=plate,
+                  plate_1_region_quat=np.array([0, 0, 0, 1.0]), plate_1_region_size=np.array([0.1, 0.1, 0.01]))
+    region["akita_black_bowl_1_pos"] = plate + np.array([-0.005, 0.043, 0.009])
+    assert ex.current_goal(region) is None
+
+
 def test_a_basket_goal_still_counts_a_held_object_in_the_window_as_placed():
     scene = _scene(eef=(0.0, 0.25, 0.17), gap=0.04, soup=(0.0, 0.25, 0.17))
     assert ex.current_goal(scene) is None

@@ -7,6 +7,7 @@ import numpy as np
 
 from evaluations.prebuilt.libero import expert as ex
 from evaluations.prebuilt.libero import expert_goals as goals
+from evaluations.prebuilt.libero import expert_grasp as grasp_mod
 from evaluations.prebuilt.libero import expert_multi as multi
 from evaluations.prebuilt.libero import expert_place as ep
 
@@ -91,6 +92,66 @@ def test_once_the_carton_is_off_the_box_it_is_picked_again():
     scene[f"{MILK}_aabb"] = scene[f"{MILK}_aabb"] + np.array([0.0, 0.07, 0.0, 0.0, 0.07, 0.0])
     scene[f"{MILK}_pos"] = scene[f"{MILK}_pos"] + np.array([0.0, 0.07, 0.0])
     assert goals.next_goal(scene)[:3] == ("place", "in", CHEESE)
+
+
+def _milk_beside_the_cheese(eef=(0.12, -0.18, 0.58), gap=0.079, milk_dy=0.0) -> dict:
+    """libero_10 task 1, init state 23 after the settle steps: the milk carton lies on its side along the cheese
+    box's +y side, 3.5 mm from it, over the box's whole length (its bounding box does not overlap the box's)."""
+    scene = _two_boxes(eef=eef, cheese=(0.1145, -0.1865, 0.446), butter=(0.041, 0.068, 0.445), gap=gap)
+    scene.update({
+        f"{MILK}_pos": np.array([0.1, -0.105 + milk_dy, 0.463]), f"{MILK}_quat": np.array([0.64, 0.31, 0.64, -0.31]),
+        f"{MILK}_aabb": np.array([0.04, -0.161 + milk_dy, 0.437, 0.161, -0.051 + milk_dy, 0.49]),
+    })
+    return scene
+
+
+def test_a_carton_lying_beside_the_box_under_a_finger_is_pushed_out_of_the_fingers_reach():
+    """The finger came down on the carton lying 0-2 cm beside the cheese box and the hand hovered 5 cm over the
+    grasp point until the step cap (task 1, init states 13, 23, 41, 42)."""
+    scene = _milk_beside_the_cheese()
+    grasp, _ = ep.grasp_pose(scene, CHEESE)
+    assert abs(grasp[0] - scene[f"{CHEESE}_pos"][0]) < 1e-9  # no clear spot along the box: the centre stays
+    kind, name, point, floor = goals.next_goal(scene)
+    assert (kind, name) == ("uncover", MILK)
+    near_side = point[1] - 0.5 * (scene[f"{MILK}_aabb"][4] - scene[f"{MILK}_aabb"][1])
+    assert near_side - grasp[1] > grasp_mod.PAD_OUT + grasp_mod.CLEARANCE  # past the finger's outer edge
+    assert floor > scene[f"{CHEESE}_aabb"][5]
+    assert ex.plan(scene)[6] == 1.0  # fingers closed: a push
+
+
+def test_a_carton_pushed_past_the_fingers_reach_is_left_and_the_box_picked():
+    """Pushed only 3 cm past the box (the overlapping carton's old target), it still lay under the finger (init
+    states 34, 46); once past the finger's reach it no longer counts."""
+    near = _milk_beside_the_cheese(milk_dy=0.03)
+    assert goals.next_goal(near)[:2] == ("uncover", MILK)
+    far = _milk_beside_the_cheese(milk_dy=0.075)
+    assert goals.next_goal(far)[:3] == ("place", "in", CHEESE)
+
+
+def test_a_carton_standing_beside_the_box_is_not_pushed():
+    """Pushed at its foot, the carton standing 2.5 cm beside the cheese box toppled onto the butter, whose
+    descent then stopped on it until the step cap (task 1, init state 33); only a lying one is pushed."""
+    scene = _two_boxes(eef=(0.08, -0.17, 0.58), cheese=(0.076, -0.176, 0.446), butter=(0.033, 0.057, 0.445))
+    scene.update({f"{MILK}_pos": np.array([0.076, -0.1, 0.505]), f"{MILK}_quat": np.array([0.53, 0.5, 0.5, 0.47]),
+                  f"{MILK}_aabb": np.array([0.046, -0.13, 0.437, 0.106, -0.07, 0.572])})  # 6 x 6 cm, 13.5 cm tall
+    assert grasp_mod._away(ep.grasp_pose(scene, CHEESE)[0][:2], scene[f"{MILK}_aabb"], np.array([0.0, 1.0]),
+                           np.array([1.0, 0.0]), 0.0) != 0.0  # under the finger's band all the same
+    assert goals.next_goal(scene)[:3] == ("place", "in", CHEESE)
+
+
+def test_no_push_toward_the_next_object_while_the_hand_lets_a_load_go_over_the_basket():
+    """With the cheese held in the basket's window and a carton beside the butter, the push started there kept
+    the fingers closed on the cheese and carried it away from the basket (task 1, init states 34, 46)."""
+    scene = _two_boxes(eef=(0.0, 0.25, 0.56), cheese=(0.0, 0.25, 0.56), butter=(0.03, 0.06, 0.445), gap=0.043)
+    scene.update({
+        f"{MILK}_pos": np.array([0.05, -0.05, 0.463]), f"{MILK}_quat": np.array([0.64, 0.31, 0.64, -0.31]),
+        f"{MILK}_aabb": np.array([-0.01, -0.11, 0.437, 0.11, 0.004, 0.49]),
+    })
+    assert ex.current_goal(scene) == ("in", BUTTER, REGION)  # the cheese counts as placed
+    assert goals.next_goal(scene)[:3] == ("place", "in", BUTTER)
+    assert ex.plan(scene)[6] == -1.0  # let the cheese go
+    away = dict(scene, eef_pos=np.array([0.03, 0.06, 0.6]), gripper_qpos=np.array([0.04, -0.04]))
+    assert goals.next_goal(away)[:2] == ("uncover", MILK)  # past the basket, the carton beside the butter is pushed
 
 
 def test_fingers_closing_at_the_box_grasp_point_keep_closing_whatever_its_bounding_box_neighbours():

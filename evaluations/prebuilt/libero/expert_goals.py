@@ -29,6 +29,7 @@ import numpy as np
 from . import expert_place as ex
 from . import expert_door as door
 from . import expert_fixtures as fx
+from . import expert_multi as multi
 from .expert_grasp import covering
 
 #: Work order of the predicate kinds (lower first).
@@ -76,9 +77,10 @@ def next_goal(priv: dict) -> tuple | None:
 
 def _covering(priv: dict, obj: str) -> tuple[str, np.ndarray, float] | None:
     """A neighbour lying across the box ``obj`` under a finger of its grasp, while ``obj`` is not held nor being
-    closed on (:func:`~evaluations.prebuilt.libero.expert_grasp.covering`; the push's own closed fingers beside
-    the box do not count); bowls and mugs are gripped on the rim."""
-    if ex._is_bowl(obj) or f"{obj}_aabb" not in priv or ex._held(priv, obj):
+    closed on, nor while the hand is over an ``in`` goal's container (a load let go there, the fingers opening:
+    :func:`~evaluations.prebuilt.libero.expert_multi.over_container`) (:func:`~evaluations.prebuilt.libero.expert_grasp.covering`;
+    the push's own closed fingers beside the box do not count); bowls and mugs are gripped on the rim."""
+    if ex._is_bowl(obj) or f"{obj}_aabb" not in priv or ex._held(priv, obj) or multi.over_container(priv):
         return None
     qvel = ex._vec(priv, "gripper_qvel")
     if float(qvel[0] - qvel[1]) < -ex.MOVING and ex.hold_distance(priv, obj) < ex.HOLD_TOL:

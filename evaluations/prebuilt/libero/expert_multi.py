@@ -46,15 +46,28 @@ def leave_height(priv: dict, eef: np.ndarray, grasp: np.ndarray) -> float | None
     ``in`` goal's container (its bounding box) plus :data:`LEAVE_CLEARANCE`, when the hand is over that container
     (within :data:`LEAVE_MARGIN` of its footprint) and ``grasp`` is outside it; else ``None``. Above that height
     the hand travels on level, no lower, until it is clear of the container."""
-    for pred in parse_goal(_text(priv["goal"])):
-        box = _container_aabb(priv, pred[2]) if len(pred) == 3 and pred[0] == "in" else None
-        if box is None:
-            continue
+    for box in _containers(priv):
         over = bool(np.all(eef[:2] > box[:2] - LEAVE_MARGIN) and np.all(eef[:2] < box[3:5] + LEAVE_MARGIN))
         inside = bool(np.all(grasp[:2] > box[:2]) and np.all(grasp[:2] < box[3:5]))
         if over and not inside:
             return float(box[5] + LEAVE_CLEARANCE)
     return None
+
+
+def _containers(priv: dict) -> list[np.ndarray]:
+    """The bounding boxes (6, m) of the containers the goal's ``in`` predicates name (the basket)."""
+    boxes = [_container_aabb(priv, p[2]) for p in parse_goal(_text(priv["goal"])) if len(p) == 3 and p[0] == "in"]
+    return [box for box in boxes if box is not None]
+
+
+def over_container(priv: dict) -> bool:
+    """The hand is over an ``in`` goal's container (within :data:`LEAVE_MARGIN` of its footprint, xy): where a load
+    is let go into it, the fingers open and the hand rises over its rim (:func:`leave_height`). A push toward the
+    next object (a carton lying beside the butter) waits until the hand is past it: started there, it kept the
+    fingers closed on the cream cheese held over the basket and carried it away (libero_10 task 1, init 34, 46)."""
+    eef = _vec(priv, "eef_pos")
+    return any(bool(np.all(eef[:2] > box[:2] - LEAVE_MARGIN) and np.all(eef[:2] < box[3:5] + LEAVE_MARGIN))
+               for box in _containers(priv))
 
 
 def fixture_region(priv: dict, target: str) -> bool:
