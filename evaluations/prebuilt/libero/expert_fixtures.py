@@ -52,6 +52,15 @@ SLIDE_CLOSED = -0.001
 #: SLIDE_ROOM stays open enough (the hand reaching for the bowl bumped it back, and reopening it looped).
 SLIDE_IN = 0.10
 SLIDE_ROOM = 0.05
+#: Close: the hand pushes CLOSE_DZ (m) above the handle (the fingertips on the drawer's front): pushing the bottom
+#: drawer at the handle's height, the forearm came down on the cabinet's top edge with the drawer 6 cm out.
+CLOSE_DZ = 0.02
+#: ... and keeps pushing up to CLOSE_PAST (m) past the handle's centre (over the bar, the fingertips press the
+#: drawer's front behind it: stopped at 1 cm, the hand rose and came down again every 1.3 cm of push).
+CLOSE_PAST = 0.04
+#: ... pointing down tilted CLOSE_TILT (rad) toward the robot (−x), under :data:`TILT_TOL`: straight down, the forearm
+#: met the cabinet's top front edge with the bottom drawer still 7 cm out.
+CLOSE_TILT = 0.3
 #: Distance (m) in front of a handle where the horizontal approach starts, and the lead of a pull / push waypoint.
 PRE_GRASP = 0.10
 LEAD = 0.06
@@ -261,16 +270,19 @@ def close_drawer(priv: dict, fixture: str, index: int) -> np.ndarray:
     """Fingers closed, pointing down: come down in front of the handle and push it in."""
     eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
     handle, u = _part(priv, fixture, index, "handle"), open_direction(priv, fixture, index)
+    handle = handle + np.array([0.0, 0.0, CLOSE_DZ])
+    rot = _rotate_to(quat, _quat_mul(np.array([0.0, np.sin(CLOSE_TILT / 2), 0.0, np.cos(CLOSE_TILT / 2)]),
+                                     _down_with_yaw(-np.pi / 2)))
     start = handle + 0.04 * u
     rel = eef - handle
     along = float(rel @ u)
     lateral = float(np.linalg.norm((rel - along * u)[:2]))
-    if lateral < 0.015 and abs(eef[2] - handle[2]) < 0.015 and along > -0.01:  # in front, low: push
-        return _action(_step(eef, handle - LEAD * u), rotation_action(quat), 1.0)
+    if lateral < 0.015 and abs(eef[2] - handle[2]) < 0.015 and along > -CLOSE_PAST:  # in front, low: push
+        return _action(_step(eef, handle - LEAD * u), rot, 1.0)
     if np.linalg.norm((eef - start)[:2]) < 0.01:  # above the start: go down
-        return _action(_step(eef, start), rotation_action(quat), 1.0)
+        return _action(_step(eef, start), rot, 1.0)
     high = max(eef[2], handle[2] + 0.12)
-    return _action(_step(eef, np.array([start[0], start[1], high])), rotation_action(quat), 1.0)
+    return _action(_step(eef, np.array([start[0], start[1], high])), rot, 1.0)
 
 
 def push(priv: dict, obj: str, target: str) -> np.ndarray:

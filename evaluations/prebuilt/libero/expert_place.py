@@ -113,6 +113,11 @@ PLACED_XY = 0.05
 #: milk carton hung by its gable roof's eave on one finger pad and rose with the hand, then fell out of reach.
 REACH_IN = 0.01
 RIM_CLEARANCE = 0.03
+#: A bowl going into a drawer: the hand's body reaches HAND_HALF (m) either way along the fingers' opening
+#: direction (gripped on the rim away from an open bottom drawer, the hand's end sat on the wine rack's slats 7 cm
+#: above the grasp point: libero_10 task 3), and fixtures without joints (a wine rack) count as
+#: :data:`FIXTURE_RADIUS` discs too; the rim facing the robot is offered as well.
+HAND_HALF = 0.08
 
 
 
@@ -205,10 +210,11 @@ def _fixtures(priv: dict) -> list[str]:
     return [k[: -len("_qpos")] for k in priv if k.endswith("_qpos") and k != "gripper_qpos"]
 
 
-def _neighbours(priv: dict, obj: str) -> list[tuple[np.ndarray, float]]:
+def _neighbours(priv: dict, obj: str, rigid: bool = False) -> list[tuple[np.ndarray, float]]:
     """``(position, radius)`` of every other body: objects as points, articulated fixtures as
     :data:`FIXTURE_RADIUS` discs (a cabinet's origin is far from its walls), open drawers' handles as
-    :data:`HANDLE_RADIUS` discs."""
+    :data:`HANDLE_RADIUS` discs; with ``rigid`` fixtures without joints (no ``_aabb``: a wine rack) as
+    :data:`FIXTURE_RADIUS` discs too."""
     fixtures = set(_fixtures(priv))
     names = sorted({k[: -len("_pos")] for k in priv if k.endswith("_pos") and k != "eef_pos"})  # not hash order
     out = []
@@ -217,7 +223,8 @@ def _neighbours(priv: dict, obj: str) -> list[tuple[np.ndarray, float]]:
             continue
         if name.startswith("main_table") or name.startswith("floor") or name.startswith("kitchen_table"):
             continue
-        out.append((_vec(priv, f"{name}_pos"), FIXTURE_RADIUS if name in fixtures else 0.0))
+        big = name in fixtures or (rigid and f"{name}_aabb" not in priv)
+        out.append((_vec(priv, f"{name}_pos"), FIXTURE_RADIUS if big else 0.0))
     return out + [(handle, HANDLE_RADIUS) for handle in open_handles(priv)]
 
 
@@ -267,7 +274,10 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
         thetas = [-np.pi / 2, np.pi / 2, np.pi]
     else:
         thetas = [-np.pi / 2, np.pi / 2]
-    others = [(n, r) for n, r in _neighbours(priv, obj) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
+    drawer = slide is None and target is not None and f"{target}_joint" in priv
+    if drawer and np.pi not in thetas:
+        thetas.append(np.pi)
+    others = [(n, r) for n, r in _neighbours(priv, obj, rigid=drawer) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
 
     radius, dz = _rim(priv, obj)
 
@@ -276,6 +286,8 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
 
     eef = _vec(priv, "eef_pos")
     dest = _vec(priv, f"{target}_pos") if target is not None and f"{target}_pos" in priv else None
+    if drawer:  # where the carry sets it: behind the handle
+        dest = _multi.destination(priv, obj, target)
     home = [f for f in _fixtures(priv) if target is not None and target.startswith(f)]  # set down on it: no wall
     walls = [(_vec(priv, f"{f}_pos"), FIXTURE_RADIUS) for f in _fixtures(priv) if f not in home]
     walls += [(handle, HANDLE_RADIUS) for handle in open_handles(priv)]
@@ -283,10 +295,15 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
     def room(xy: np.ndarray, around: list) -> float:
         return min((float(np.linalg.norm(xy - n[:2])) - r for n, r in around), default=1.0)
 
+    def hand(xy: np.ndarray, theta: float, around: list) -> float:
+        """Room of the hand at ``xy``: at its centre, and into a drawer at its two ends too."""
+        reach = HAND_HALF * np.array([np.cos(theta), np.sin(theta)])
+        return min(room(xy + side * reach, around) for side in ((0, 1, -1) if drawer else (0,)))
+
     def score(theta: float) -> float:
-        clearance = room(point(theta)[:2], others)
+        clearance = hand(point(theta)[:2], theta, others)
         if dest is not None:  # where the hand will hold it over the destination
-            clearance = min(clearance, room(dest[:2] + point(theta)[:2] - pos[:2], walls))
+            clearance = min(clearance, hand(dest[:2] + point(theta)[:2] - pos[:2], theta, walls))
         near_hand = SIDE_HYSTERESIS * float(np.linalg.norm(point(theta)[:2] - eef[:2]))
         robot_side = FAR_SIDE_BONUS if abs(theta - np.pi) < 1e-9 and clearance > FAR_SIDE_CLEARANCE else 0.0
         return clearance - 0.01 * abs(wrap_yaw(theta - np.pi / 2)) - near_hand + robot_side
