@@ -154,7 +154,7 @@ def test_after_opening_the_tilted_hand_backs_away_then_rises_then_turns_down():
 
 
 def test_closing_a_drawer_pushes_its_handle_back_in():
-    priv = _cabinet(HANDLE + [0, 0.02 + 0.15, 0], qpos=-0.15, goal=f"close {REGION}")
+    priv = _cabinet(HANDLE + [0, 0.02 + 0.15, fx.CLOSE_DZ], qpos=-0.15, goal=f"close {REGION}")
     action = fx.close_drawer(priv, "wooden_cabinet_1", 1)
     assert action[1] < -0.5 and action[6] == 1.0
 

@@ -60,7 +60,7 @@ def next_goal(priv: dict) -> tuple | None:
             continue
         joint = fx.joint_of(priv, pred[2])
         if pred[0] == "in" and joint is not None and fx.room_for(priv, pred[2]) is False:
-            if ex.current_goal(priv, [pred]) is not None:  # already in: the drawer is being closed on it
+            if f"{pred[1]}_pos" not in priv or ex.current_goal(priv, [pred]) is not None:  # in: being closed on it
                 return ("unary", "open", *joint)
         if pred[0] == "on" and fx.pushable(pred[1]) and f"{pred[1]}_pos" in priv and _table_region(priv, pred[2]):
             if not fx.pushed(priv, pred[1], pred[2]):
