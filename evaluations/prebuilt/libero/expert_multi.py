@@ -32,8 +32,8 @@ LEAVE_MARGIN = 0.06
 #: A load goes into a drawer this far (m) behind its handle, along the slide: a drawer pulled out only part way
 #: has its region's centre still under the cabinet's top (the bowl was let go over the cabinet, not the drawer).
 DRAWER_INSET = 0.06
-#: ... or farther, so the load's near edge is FRONT_WALL (m) behind the handle: 6 cm behind it, the bowl's edge
-#: sat on the bottom drawer's front wall (libero_10 task 3).
+#: ... or, in a drawer pulled all the way out, farther, so the load's near edge is FRONT_WALL (m) behind the
+#: handle: 6 cm behind it, the bowl's edge sat on the bottom drawer's front wall (libero_10 task 3).
 FRONT_WALL = 0.03
 LEAVE_CLEARANCE = 0.04
 #: Free space (m) between two objects in neighbouring slots of a shared region; a slot's centre stays this far
@@ -85,7 +85,7 @@ def destination(priv: dict, obj: str, target: str) -> np.ndarray:
     if joint is not None:  # a drawer: into its part out of the cabinet
         u = _fx.open_direction(priv, *joint)
         inset = DRAWER_INSET
-        if f"{obj}_aabb" in priv:  # the load's far half clear of the drawer's front wall
+        if f"{obj}_aabb" in priv and _fx.signed_qpos(priv, *joint) > _fx.SLIDE_OPEN:  # all out: clear of its front
             box = _vec(priv, f"{obj}_aabb")
             inset = max(inset, 0.5 * float(np.abs(box[3:] - box[:3]) @ np.abs(u)) + FRONT_WALL)
         front = float((_fx._part(priv, *joint, "handle") - dest) @ u) - inset

@@ -44,6 +44,7 @@ import numpy as np
 from . import expert_multi as _multi
 from .expert_bddl import _container_aabb, _text, parse_goal
 from .expert_grasp import clear_fingers
+from . import expert_fixtures as _fx
 from .expert_fixtures import open_handles
 from .expert_motion import toward as _toward
 from .expert_motion import vec as _vec
@@ -113,11 +114,15 @@ PLACED_XY = 0.05
 #: milk carton hung by its gable roof's eave on one finger pad and rose with the hand, then fell out of reach.
 REACH_IN = 0.01
 RIM_CLEARANCE = 0.03
-#: A bowl going into a drawer: the hand's body reaches HAND_HALF (m) either way along the fingers' opening
+#: A bowl going into a drawer pulled all the way out (past ``SLIDE_OPEN``; a drawer opened part way for the bowl,
+#: libero_goal 3, keeps the choice below, with which it succeeds): the hand's body reaches HAND_HALF (m) either way along the fingers' opening
 #: direction (gripped on the rim away from an open bottom drawer, the hand's end sat on the wine rack's slats 7 cm
 #: above the grasp point: libero_10 task 3), and fixtures without joints (a wine rack) count as
 #: :data:`FIXTURE_RADIUS` discs too; the rim facing the robot is offered as well.
 HAND_HALF = 0.08
+#: ... the robot-side rim only for a bowl beyond this x (m): libero_goal 3's bowl, 8 cm nearer the robot than the
+#: middle of the table, gripped there left the hand stalled 10 cm over the table beside it until the step cap.
+ROBOT_SIDE_X = 0.0
 
 
 
@@ -274,8 +279,9 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
         thetas = [-np.pi / 2, np.pi / 2, np.pi]
     else:
         thetas = [-np.pi / 2, np.pi / 2]
-    drawer = slide is None and target is not None and f"{target}_joint" in priv
-    if drawer and np.pi not in thetas:
+    joint = _fx.joint_of(priv, target) if slide is None and target is not None and f"{target}_joint" in priv else None
+    drawer = joint is not None and _fx.signed_qpos(priv, *joint) > _fx.SLIDE_OPEN  # out all the way
+    if drawer and pos[0] > ROBOT_SIDE_X and np.pi not in thetas:
         thetas.append(np.pi)
     others = [(n, r) for n, r in _neighbours(priv, obj, rigid=drawer) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
 
