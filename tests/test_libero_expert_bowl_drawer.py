@@ -98,9 +98,18 @@ def test_a_drawer_being_closed_on_the_bowl_is_not_reopened():
 def test_the_close_pushes_above_the_handle_tilted_and_on_past_it():
     priv = _scene(qpos=-0.07, gripper_qpos=np.array([0.0005, -0.0005]))
     handle = fx._part(priv, "white_cabinet_1", 2, "handle")
-    tilted = fx._quat_mul(np.array([0.0, np.sin(fx.CLOSE_TILT / 2), 0.0, np.cos(fx.CLOSE_TILT / 2)]),
-                          fx._down_with_yaw(-np.pi / 2))
+    tilted = fx.close_orientation(fx.open_direction(priv, "white_cabinet_1", 2))
+    assert np.isclose(fx.tilt(tilted), fx.CLOSE_TILT) and fx.pointing(tilted)[1] > 0.5  # into the cabinet (+y)
     priv.update(eef_pos=handle + [0.0, 0.03, fx.CLOSE_DZ], eef_quat=tilted)  # 3 cm past the bar, over it
     action = fx.close_drawer(priv, "white_cabinet_1", 2)
     assert action[1] > 0.2 and abs(action[2]) < 0.1 and action[6] == 1.0  # pushing on, not rising
     assert np.allclose(action[3:6], 0.0, atol=0.02)  # already at the close's tilt
+
+
+def test_the_close_keeps_its_tilt_instead_of_being_untilted():
+    priv = _scene(qpos=-0.07, gripper_qpos=np.array([0.0005, -0.0005]))
+    handle = fx._part(priv, "white_cabinet_1", 2, "handle")
+    priv.update(eef_pos=handle + [0.0, -0.04, fx.CLOSE_DZ],
+                eef_quat=fx.close_orientation(fx.open_direction(priv, "white_cabinet_1", 2)))
+    action = goals.plan(priv)
+    assert action[6] == 1.0 and action[1] > 0.2  # pushing with closed fingers, not opening and backing away

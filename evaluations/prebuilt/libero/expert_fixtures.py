@@ -54,13 +54,14 @@ SLIDE_IN = 0.10
 SLIDE_ROOM = 0.05
 #: Close: the hand pushes CLOSE_DZ (m) above the handle (the fingertips on the drawer's front): pushing the bottom
 #: drawer at the handle's height, the forearm came down on the cabinet's top edge with the drawer 6 cm out.
-CLOSE_DZ = 0.02
+CLOSE_DZ = 0.01
 #: ... and keeps pushing up to CLOSE_PAST (m) past the handle's centre (over the bar, the fingertips press the
 #: drawer's front behind it: stopped at 1 cm, the hand rose and came down again every 1.3 cm of push).
 CLOSE_PAST = 0.04
-#: ... pointing down tilted CLOSE_TILT (rad) toward the robot (−x), under :data:`TILT_TOL`: straight down, the forearm
-#: met the cabinet's top front edge with the bottom drawer still 7 cm out.
-CLOSE_TILT = 0.3
+#: ... pointing down tilted CLOSE_TILT (rad) into the cabinet, so the wrist stays in front of it: straight down,
+#: the forearm met the cabinet's top front edge with the bottom drawer still 7 cm out; tilted 0.3 rad toward the
+#: robot, the hand met the cabinet's front with it 3.6 cm out.
+CLOSE_TILT = 0.7
 #: Distance (m) in front of a handle where the horizontal approach starts, and the lead of a pull / push waypoint.
 PRE_GRASP = 0.10
 LEAD = 0.06
@@ -271,8 +272,7 @@ def close_drawer(priv: dict, fixture: str, index: int) -> np.ndarray:
     eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
     handle, u = _part(priv, fixture, index, "handle"), open_direction(priv, fixture, index)
     handle = handle + np.array([0.0, 0.0, CLOSE_DZ])
-    rot = _rotate_to(quat, _quat_mul(np.array([0.0, np.sin(CLOSE_TILT / 2), 0.0, np.cos(CLOSE_TILT / 2)]),
-                                     _down_with_yaw(-np.pi / 2)))
+    rot = _rotate_to(quat, close_orientation(u))
     start = handle + 0.04 * u
     rel = eef - handle
     along = float(rel @ u)
@@ -283,6 +283,15 @@ def close_drawer(priv: dict, fixture: str, index: int) -> np.ndarray:
         return _action(_step(eef, start), rot, 1.0)
     high = max(eef[2], handle[2] + 0.12)
     return _action(_step(eef, np.array([start[0], start[1], high])), rot, 1.0)
+
+
+def close_orientation(u: np.ndarray) -> np.ndarray:
+    """Pointing down tilted :data:`CLOSE_TILT` rad into the cabinet (toward ``-u``, the closing direction), the
+    fingers across ``u`` (the hand thin along the slide), as ``(x, y, z, w)``."""
+    h = np.array([u[0], u[1], 0.0]) / max(float(np.hypot(u[0], u[1])), 1e-9)
+    k = np.cross([0.0, 0.0, 1.0], h)
+    turn = np.array([*(k * np.sin(CLOSE_TILT / 2)), np.cos(CLOSE_TILT / 2)])
+    return _quat_mul(turn, _down_with_yaw(float(np.arctan2(h[1], h[0]))))
 
 
 def push(priv: dict, obj: str, target: str) -> np.ndarray:

@@ -115,7 +115,7 @@ def _table_region(priv: dict, name: str) -> bool:
 def plan(priv: dict) -> np.ndarray:
     """The expert's action (7 floats in [-1, 1]) for one privileged observation."""
     goal = next_goal(priv)
-    if goal is None or goal[:2] not in (("unary", "open"), ("unary", "turnon")):
+    if goal is None or goal[:2] not in (("unary", "open"), ("unary", "turnon"), ("unary", "close")):
         action = fx.untilt(priv)
         if action is not None:
             return action
