@@ -107,9 +107,9 @@ def test_the_close_pushes_above_the_handle_tilted_and_on_past_it():
 
 
 def test_the_close_keeps_its_tilt_instead_of_being_untilted():
-    priv = _scene(qpos=-0.07, gripper_qpos=np.array([0.0005, -0.0005]))
+    priv = _scene(qpos=-0.07, gripper_qpos=np.array([0.0005, -0.0005]), goal=f"close {REGION}")
     handle = fx._part(priv, "white_cabinet_1", 2, "handle")
-    priv.update(eef_pos=handle + [0.0, -0.04, fx.CLOSE_DZ],
+    priv.update(eef_pos=handle + [0.0, -0.03, fx.CLOSE_DZ],
                 eef_quat=fx.close_orientation(fx.open_direction(priv, "white_cabinet_1", 2)))
     action = goals.plan(priv)
     assert action[6] == 1.0 and action[1] > 0.2  # pushing with closed fingers, not opening and backing away
