@@ -113,3 +113,10 @@ def test_the_close_keeps_its_tilt_instead_of_being_untilted():
                 eef_quat=fx.close_orientation(fx.open_direction(priv, "white_cabinet_1", 2)))
     action = goals.plan(priv)
     assert action[6] == 1.0 and action[1] > 0.2  # pushing with closed fingers, not opening and backing away
+
+
+def test_only_a_drawers_slide_gets_the_close_tilt_and_the_let_go():
+    priv = _scene()
+    assert fx.slide_joint(priv, "white_cabinet_1", 2)
+    priv["white_cabinet_1_axis"] = np.tile([0.0, 0.0, 1.0], 3)  # a hinge (a door): the door's own primitive
+    assert not fx.slide_joint(priv, "white_cabinet_1", 2)

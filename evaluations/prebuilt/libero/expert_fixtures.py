@@ -182,6 +182,12 @@ def unary_met(priv: dict, predicate: str, name: str) -> bool | None:
             "turnoff": q < 0.0}[predicate]
 
 
+def slide_joint(priv: dict, fixture: str, index: int = 0) -> bool:
+    """Whether joint ``index`` of ``fixture`` is a drawer's slide (its axis horizontal); the drawer's close keeps its
+    own tilt and first lets go of a load (not a hinge's)."""
+    return f"{fixture}_axis" in priv and abs(float(_part(priv, fixture, index, "axis")[2])) < 0.5
+
+
 def room_for(priv: dict, name: str) -> bool | None:
     """Whether the drawer of region ``name`` is out far enough for an ``in`` goal (``None``: not a drawer): past
     :data:`SLIDE_IN`, or past :data:`SLIDE_ROOM` with the gripper pointing down (not pulling it any more)."""

@@ -115,7 +115,8 @@ def _table_region(priv: dict, name: str) -> bool:
 def plan(priv: dict) -> np.ndarray:
     """The expert's action (7 floats in [-1, 1]) for one privileged observation."""
     goal = next_goal(priv)
-    if goal is None or goal[:2] not in (("unary", "open"), ("unary", "turnon"), ("unary", "close")):
+    slide_close = goal is not None and goal[:2] == ("unary", "close") and fx.slide_joint(priv, *goal[2:])
+    if (goal is None or goal[:2] not in (("unary", "open"), ("unary", "turnon"))) and not slide_close:
         action = fx.untilt(priv)
         if action is not None:
             return action
@@ -130,7 +131,7 @@ def plan(priv: dict) -> np.ndarray:
     if goal[0] == "place":
         return ex.place(priv, goal[1:])
     _, predicate, fixture, index = goal
-    if predicate == "close":
+    if slide_close:  # a drawer: let go of the load first
         action = let_go(priv)
         if action is not None:
             return action
