@@ -271,6 +271,7 @@ def test_a_box_grasp_slides_along_its_long_side_away_from_a_neighbour_under_a_fi
     ("libero_goal", 7, 150),   # turn on the stove (knob primitive)
     ("libero_goal", 5, 250),   # push the plate to the front of the stove (push primitive)
     ("libero_10", 2, 400),     # turn on the stove and put the moka pot on it (two goals in sequence)
+    ("libero_10", 3, 250),     # the bowl into the open bottom drawer, then close it (close primitive)
 ])
 def test_the_expert_solves_a_real_episode_of_each_new_primitive(suite, task, cap):
     """Seed 0 (init state 0) through the platform's env class, as bench/bench_libero_expert.py runs it."""
