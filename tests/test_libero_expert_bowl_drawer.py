@@ -120,3 +120,12 @@ def test_only_a_drawers_slide_gets_the_close_tilt_and_the_let_go():
     assert fx.slide_joint(priv, "white_cabinet_1", 2)
     priv["white_cabinet_1_axis"] = np.tile([0.0, 0.0, 1.0], 3)  # a hinge (a door): the door's own primitive
     assert not fx.slide_joint(priv, "white_cabinet_1", 2)
+
+
+def test_a_drawer_the_goal_closes_takes_the_whole_bowl_however_far_out():
+    priv = _scene(qpos=-0.128)  # pushed part way shut on the bowl: still the whole-drawer inset and grasp
+    handle = fx._part(priv, "white_cabinet_1", 2, "handle")
+    dest = expert_multi.destination(priv, BOWL, REGION)
+    assert np.isclose(dest[1] - handle[1], 0.5 * (-0.006 + 0.114) + expert_multi.FRONT_WALL)
+    priv["goal"] = f"in {BOWL} {REGION}"  # left open, out part way (libero_goal 3): the 6 cm inset
+    assert np.isclose(expert_multi.destination(priv, BOWL, REGION)[1] - handle[1], expert_multi.DRAWER_INSET)

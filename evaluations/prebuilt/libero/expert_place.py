@@ -279,8 +279,7 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
         thetas = [-np.pi / 2, np.pi / 2, np.pi]
     else:
         thetas = [-np.pi / 2, np.pi / 2]
-    joint = _fx.joint_of(priv, target) if slide is None and target is not None and f"{target}_joint" in priv else None
-    drawer = joint is not None and _fx.signed_qpos(priv, *joint) > _fx.SLIDE_OPEN  # out all the way
+    drawer = slide is None and target is not None and _multi.whole_drawer(priv, target)
     if drawer and pos[0] > ROBOT_SIDE_X and np.pi not in thetas:
         thetas.append(np.pi)
     others = [(n, r) for n, r in _neighbours(priv, obj, rigid=drawer) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
