@@ -156,7 +156,7 @@ def test_after_opening_the_tilted_hand_backs_away_then_rises_then_turns_down():
 
 
 def test_closing_a_drawer_pushes_its_handle_back_in():
-    priv = _cabinet(HANDLE + [0, 0.02 + 0.15, 0], qpos=-0.15, goal=f"close {REGION}")
+    priv = _cabinet(HANDLE + [0, 0.02 + 0.15, fx.CLOSE_DZ], qpos=-0.15, goal=f"close {REGION}")
     action = fx.close_drawer(priv, "wooden_cabinet_1", 1)
     assert action[1] < -0.5 and action[6] == 1.0
 
@@ -274,6 +274,7 @@ def test_a_box_grasp_slides_along_its_long_side_away_from_a_neighbour_under_a_fi
     ("libero_goal", 5, 250),   # push the plate to the front of the stove (push primitive)
     ("libero_10", 2, 400),     # turn on the stove and put the moka pot on it (two goals in sequence)
     ("libero_10", 9, 260),     # the mug into the microwave, its door shut (door primitive)
+    ("libero_10", 3, 250),     # the bowl into the open bottom drawer, then close it (close primitive)
 ])
 def test_the_expert_solves_a_real_episode_of_each_new_primitive(suite, task, cap):
     """Seed 0 (init state 0) through the platform's env class, as bench/bench_libero_expert.py runs it."""

@@ -52,6 +52,16 @@ SLIDE_CLOSED = -0.001
 #: SLIDE_ROOM stays open enough (the hand reaching for the bowl bumped it back, and reopening it looped).
 SLIDE_IN = 0.10
 SLIDE_ROOM = 0.05
+#: Close: the hand pushes CLOSE_DZ (m) above the handle (the fingertips on the drawer's front): pushing the bottom
+#: drawer at the handle's height, the forearm came down on the cabinet's top edge with the drawer 6 cm out.
+CLOSE_DZ = 0.01
+#: ... and keeps pushing up to CLOSE_PAST (m) past the handle's centre (over the bar, the fingertips press the
+#: drawer's front behind it: stopped at 1 cm, the hand rose and came down again every 1.3 cm of push).
+CLOSE_PAST = 0.04
+#: ... pointing down tilted CLOSE_TILT (rad) into the cabinet, so the wrist stays in front of it: straight down,
+#: the forearm met the cabinet's top front edge with the bottom drawer still 7 cm out; tilted 0.3 rad toward the
+#: robot, the hand met the cabinet's front with it 3.6 cm out.
+CLOSE_TILT = 0.7
 #: Distance (m) in front of a handle where the horizontal approach starts, and the lead of a pull / push waypoint.
 PRE_GRASP = 0.10
 LEAD = 0.06
@@ -189,6 +199,12 @@ def door_joint(priv: dict, fixture: str, index: int = 0) -> bool:
     return abs(float(axis[2])) > 0.9 and float(np.linalg.norm(rel[:2])) > DOOR_MIN_RADIUS
 
 
+def slide_joint(priv: dict, fixture: str, index: int = 0) -> bool:
+    """Whether joint ``index`` of ``fixture`` is a drawer's slide (its axis horizontal); the drawer's close keeps its
+    own tilt and first lets go of a load (not a hinge's)."""
+    return f"{fixture}_axis" in priv and abs(float(_part(priv, fixture, index, "axis")[2])) < 0.5
+
+
 def room_for(priv: dict, name: str) -> bool | None:
     """Whether the drawer of region ``name`` is out far enough for an ``in`` goal (``None``: not a drawer): past
     :data:`SLIDE_IN`, or past :data:`SLIDE_ROOM` with the gripper pointing down (not pulling it any more)."""
@@ -278,16 +294,27 @@ def close_drawer(priv: dict, fixture: str, index: int) -> np.ndarray:
     """Fingers closed, pointing down: come down in front of the handle and push it in."""
     eef, quat = _vec(priv, "eef_pos"), _vec(priv, "eef_quat")
     handle, u = _part(priv, fixture, index, "handle"), open_direction(priv, fixture, index)
+    handle = handle + np.array([0.0, 0.0, CLOSE_DZ])
+    rot = _rotate_to(quat, close_orientation(u))
     start = handle + 0.04 * u
     rel = eef - handle
     along = float(rel @ u)
     lateral = float(np.linalg.norm((rel - along * u)[:2]))
-    if lateral < 0.015 and abs(eef[2] - handle[2]) < 0.015 and along > -0.01:  # in front, low: push
-        return _action(_step(eef, handle - LEAD * u), rotation_action(quat), 1.0)
+    if lateral < 0.015 and abs(eef[2] - handle[2]) < 0.015 and along > -CLOSE_PAST:  # in front, low: push
+        return _action(_step(eef, handle - LEAD * u), rot, 1.0)
     if np.linalg.norm((eef - start)[:2]) < 0.01:  # above the start: go down
-        return _action(_step(eef, start), rotation_action(quat), 1.0)
+        return _action(_step(eef, start), rot, 1.0)
     high = max(eef[2], handle[2] + 0.12)
-    return _action(_step(eef, np.array([start[0], start[1], high])), rotation_action(quat), 1.0)
+    return _action(_step(eef, np.array([start[0], start[1], high])), rot, 1.0)
+
+
+def close_orientation(u: np.ndarray) -> np.ndarray:
+    """Pointing down tilted :data:`CLOSE_TILT` rad into the cabinet (toward ``-u``, the closing direction), the
+    fingers across ``u`` (the hand thin along the slide), as ``(x, y, z, w)``."""
+    h = np.array([u[0], u[1], 0.0]) / max(float(np.hypot(u[0], u[1])), 1e-9)
+    k = np.cross([0.0, 0.0, 1.0], h)
+    turn = np.array([*(k * np.sin(CLOSE_TILT / 2)), np.cos(CLOSE_TILT / 2)])
+    return _quat_mul(turn, _down_with_yaw(float(np.arctan2(h[1], h[0]))))
 
 
 def push(priv: dict, obj: str, target: str) -> np.ndarray:

@@ -34,6 +34,13 @@ from .expert_grasp import covering
 
 #: Work order of the predicate kinds (lower first).
 ORDER = {"open": 0, "turnon": 0, "on": 1, "in": 1, "close": 2, "turnoff": 2}
+#: Before closing a drawer, a hand still within reach of a load it set down (closer than ``HOLD_TOL`` to its grasp,
+#: lower than LET_GO_RISE m over its top) opens and, once the fingers are LET_GO_GAP m apart, rises.
+LET_GO_RISE = 0.05
+LET_GO_GAP = 0.04
+#: Fingers closer than LET_GO_HELD (m) and not opening hold nothing (the close pushes with them shut: 1-3 mm;
+#: on a bowl's rim they stop 5 mm apart).
+LET_GO_HELD = 0.004
 
 
 def goals(priv: dict) -> list[list[str]]:
@@ -62,7 +69,8 @@ def next_goal(priv: dict) -> tuple | None:
             continue
         joint = fx.joint_of(priv, pred[2])
         if pred[0] == "in" and joint is not None and fx.room_for(priv, pred[2]) is False:
-            return ("unary", "open", *joint)
+            if f"{pred[1]}_pos" not in priv or ex.current_goal(priv, [pred]) is not None:  # in: being closed on it
+                return ("unary", "open", *joint)
         if pred[0] == "on" and fx.pushable(pred[1]) and f"{pred[1]}_pos" in priv and _table_region(priv, pred[2]):
             if not fx.pushed(priv, pred[1], pred[2]):
                 clear = fx.blocker(priv, pred[1], pred[2])
@@ -89,6 +97,26 @@ def _covering(priv: dict, obj: str) -> tuple[str, np.ndarray, float] | None:
     return covering(priv, obj, grasp, yaw)
 
 
+def let_go(priv: dict) -> np.ndarray | None:
+    """Open and rise off a load just set down (an ``on`` / ``in`` goal's object within ``HOLD_TOL`` of the hand and
+    the hand less than :data:`LET_GO_RISE` m over its top), or ``None``. The bowl let go into the bottom drawer
+    counted as in it as soon as the fingers moved, and the close (fingers closed) gripped it again and lifted it out
+    (libero_10 task 3)."""
+    eef, quat, qpos = ex._vec(priv, "eef_pos"), ex._vec(priv, "eef_quat"), ex._vec(priv, "gripper_qpos")
+    qvel = ex._vec(priv, "gripper_qvel")
+    if float(qpos[0] - qpos[1]) < LET_GO_HELD and float(qvel[0] - qvel[1]) <= ex.MOVING:  # closed on nothing
+        return None
+    for pred in goals(priv):
+        obj = ex._body_of(priv, pred[1]) if len(pred) == 3 and pred[0] in ("on", "in") else None
+        if obj is None or f"{obj}_aabb" not in priv or ex.hold_distance(priv, obj) > ex.HOLD_TOL:
+            continue
+        if eef[2] < ex._vec(priv, f"{obj}_aabb")[5] + LET_GO_RISE:
+            rise = 0.05 if float(qpos[0] - qpos[1]) > LET_GO_GAP else 0.0
+            move = ex._toward(eef, eef + np.array([0.0, 0.0, rise]))
+            return np.concatenate([move, ex.rotation_action(quat), [-1.0]]).astype(np.float32)
+    return None
+
+
 def _table_region(priv: dict, name: str) -> bool:
     """A region site on a table (``main_table_…_region``): somewhere to push to, not an object to stack on."""
     return f"{name}_pos" in priv and f"{name}_size" in priv and "table" in name
@@ -97,7 +125,8 @@ def _table_region(priv: dict, name: str) -> bool:
 def plan(priv: dict) -> np.ndarray:
     """The expert's action (7 floats in [-1, 1]) for one privileged observation."""
     goal = next_goal(priv)
-    if goal is None or goal[:2] not in (("unary", "open"), ("unary", "turnon")):
+    slide_close = goal is not None and goal[:2] == ("unary", "close") and fx.slide_joint(priv, *goal[2:])
+    if (goal is None or goal[:2] not in (("unary", "open"), ("unary", "turnon"))) and not slide_close:
         action = fx.untilt(priv)
         if action is not None:
             return action
@@ -114,6 +143,10 @@ def plan(priv: dict) -> np.ndarray:
     if goal[0] == "door_in":
         return door.put_in(priv, goal[1], goal[2])
     _, predicate, fixture, index = goal
+    if slide_close:  # a drawer: let go of the load first
+        action = let_go(priv)
+        if action is not None:
+            return action
     if predicate == "turnon":
         return fx.turn_knob(priv, fixture, index)
     if predicate == "open":

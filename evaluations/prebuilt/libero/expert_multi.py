@@ -32,6 +32,9 @@ LEAVE_MARGIN = 0.06
 #: A load goes into a drawer this far (m) behind its handle, along the slide: a drawer pulled out only part way
 #: has its region's centre still under the cabinet's top (the bowl was let go over the cabinet, not the drawer).
 DRAWER_INSET = 0.06
+#: ... or, in a drawer pulled all the way out, farther, so the load's near edge is FRONT_WALL (m) behind the
+#: handle: 6 cm behind it, the bowl's edge sat on the bottom drawer's front wall (libero_10 task 3).
+FRONT_WALL = 0.03
 LEAVE_CLEARANCE = 0.04
 #: Free space (m) between two objects in neighbouring slots of a shared region; a slot's centre stays this far
 #: (m) inside the region's half-extent.
@@ -86,6 +89,19 @@ def resting(priv: dict, obj: str, target: str, dest: np.ndarray) -> bool:
     return bool(_vec(priv, f"{obj}_aabb")[2] < dest[2] + RESTING_ABOVE)
 
 
+def whole_drawer(priv: dict, target: str) -> bool:
+    """A load goes all the way into drawer region ``target`` (see :data:`FRONT_WALL`): the drawer is pulled all the
+    way out (past ``SLIDE_OPEN``), or the goal closes it again (pushed shut, the part-open drawer then no longer
+    counted as out all the way, and the bowl, let go 2.4 cm off the narrower point, counted as not in: libero_10
+    task 3, init state 2)."""
+    joint = _fx.joint_of(priv, target) if f"{target}_joint" in priv else None
+    if joint is None:
+        return False
+    goal = parse_goal(_text(priv["goal"])) if "goal" in priv else []
+    closes = any(len(p) == 2 and p[0].lower() == "close" and p[1] == target for p in goal)
+    return closes or _fx.signed_qpos(priv, *joint) > _fx.SLIDE_OPEN
+
+
 def destination(priv: dict, obj: str, target: str) -> np.ndarray:
     """Where ``obj``'s origin goes for an ``on`` / ``in`` goal onto ``target`` (3, m): ``target``'s position, or
     ``obj``'s slot in it when ``target`` is a fixture region several ``on`` goals share (see the module), or a
@@ -94,7 +110,11 @@ def destination(priv: dict, obj: str, target: str) -> np.ndarray:
     joint = _fx.joint_of(priv, target) if f"{target}_joint" in priv else None
     if joint is not None:  # a drawer: into its part out of the cabinet
         u = _fx.open_direction(priv, *joint)
-        front = float((_fx._part(priv, *joint, "handle") - dest) @ u) - DRAWER_INSET
+        inset = DRAWER_INSET
+        if f"{obj}_aabb" in priv and whole_drawer(priv, target):  # clear of its front wall
+            box = _vec(priv, f"{obj}_aabb")
+            inset = max(inset, 0.5 * float(np.abs(box[3:] - box[:3]) @ np.abs(u)) + FRONT_WALL)
+        front = float((_fx._part(priv, *joint, "handle") - dest) @ u) - inset
         return dest + max(front, 0.0) * u
     if not fixture_region(priv, target):
         return dest

@@ -44,9 +44,11 @@ import numpy as np
 from . import expert_multi as _multi
 from .expert_bddl import _container_aabb, _text, parse_goal
 from .expert_grasp import clear_fingers
+from . import expert_fixtures as _fx
 from .expert_top import on_top as _on_top
 from .expert_top import out_from_under
 from .expert_fixtures import open_handles
+from .expert_scene import FIXTURE_RADIUS, HANDLE_RADIUS, _clearance_height, _fixtures, _neighbours
 from .expert_motion import toward as _toward
 from .expert_motion import vec as _vec
 from .rotation import rotation_action, wrap_yaw
@@ -89,13 +91,6 @@ SIDE_HYSTERESIS = 0.05
 FAR_X = 0.10
 FAR_SIDE_CLEARANCE = 0.03
 FAR_SIDE_BONUS = 0.2
-#: Articulated fixtures count as discs of this radius when choosing the free side of a bowl (m).
-FIXTURE_RADIUS = 0.15
-#: Handles of open drawers count as discs of this radius (m): a bowl just in front of an open drawer is gripped
-#: on its far side (the near side's finger landed on the drawer's corner and pushed it half shut).
-HANDLE_RADIUS = 0.06
-#: A carried object clears the tops of articulated fixtures near it by this much (m).
-FIXTURE_CLEARANCE = 0.06
 #: xy tolerance to start descending onto the grasp point / the release point (m).
 XY_TOL = 0.01
 RELEASE_XY_TOL = 0.035
@@ -123,6 +118,15 @@ ON_OBJECT_XY = 0.03
 #: milk carton hung by its gable roof's eave on one finger pad and rose with the hand, then fell out of reach.
 REACH_IN = 0.01
 RIM_CLEARANCE = 0.03
+#: A bowl going into a drawer pulled all the way out (past ``SLIDE_OPEN``; a drawer opened part way for the bowl,
+#: libero_goal 3, keeps the choice below, with which it succeeds): the hand's body reaches HAND_HALF (m) either way along the fingers' opening
+#: direction (gripped on the rim away from an open bottom drawer, the hand's end sat on the wine rack's slats 7 cm
+#: above the grasp point: libero_10 task 3), and fixtures without joints (a wine rack) count as
+#: :data:`FIXTURE_RADIUS` discs too; the rim facing the robot is offered as well.
+HAND_HALF = 0.08
+#: ... the robot-side rim only for a bowl beyond this x (m): libero_goal 3's bowl, 8 cm nearer the robot than the
+#: middle of the table, gripped there left the hand stalled 10 cm over the table beside it until the step cap.
+ROBOT_SIDE_X = 0.0
 
 
 
@@ -212,39 +216,6 @@ def current_goal(priv: dict, preds: list[list[str]] | None = None) -> tuple[str,
     return None
 
 
-def _fixtures(priv: dict) -> list[str]:
-    """Articulated fixtures (those with joint positions: cabinets, stoves)."""
-    return [k[: -len("_qpos")] for k in priv if k.endswith("_qpos") and k != "gripper_qpos"]
-
-
-def _neighbours(priv: dict, obj: str, under: str | None = None) -> list[tuple[np.ndarray, float]]:
-    """``(position, radius)`` of every other body: objects as points, articulated fixtures as
-    :data:`FIXTURE_RADIUS` discs (a cabinet's origin is far from its walls), open drawers' handles as
-    :data:`HANDLE_RADIUS` discs; not the fixture ``under`` (the one ``obj`` stands on: under it, not beside it)."""
-    fixtures = set(_fixtures(priv))
-    names = sorted({k[: -len("_pos")] for k in priv if k.endswith("_pos") and k != "eef_pos"})  # not hash order
-    out = []
-    for name in names:
-        if name in (obj, under) or f"{name}_quat" not in priv or "region" in name or name.endswith("_side"):
-            continue
-        if name.startswith("main_table") or name.startswith("floor") or name.startswith("kitchen_table"):
-            continue
-        out.append((_vec(priv, f"{name}_pos"), FIXTURE_RADIUS if name in fixtures else 0.0))
-    return out + [(handle, HANDLE_RADIUS) for handle in open_handles(priv)]
-
-
-def _clearance_height(priv: dict, obj: str) -> float:
-    """Lowest safe carry height of ``obj``'s origin over nearby articulated fixtures (their sites' tops)."""
-    pos, top = _vec(priv, f"{obj}_pos"), -np.inf
-    for fixture in _fixtures(priv):
-        if np.linalg.norm(_vec(priv, f"{fixture}_pos")[:2] - pos[:2]) > 0.3:
-            continue
-        for key in priv:
-            if key.startswith(fixture) and key.endswith("_pos") and f"{key[: -len('_pos')]}_quat" in priv:
-                top = max(top, float(_vec(priv, key)[2]))
-    return top + FIXTURE_CLEARANCE
-
-
 def _inside_fixture(priv: dict, obj: str) -> np.ndarray | None:
     """xy direction from an articulated fixture (drawer cabinet) out to ``obj`` if ``obj`` sits in it (above its
     base by 0.1 m), unless it stands on a fixture's top (:func:`~evaluations.prebuilt.libero.expert_top.on_top`)."""
@@ -283,7 +254,10 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
         thetas = [-np.pi / 2, np.pi / 2, np.pi]
     elif slide is None:
         thetas = [-np.pi / 2, np.pi / 2]
-    others = [(n, r) for n, r in _neighbours(priv, obj, stand) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
+    drawer = slide is None and target is not None and _multi.whole_drawer(priv, target)
+    if drawer and pos[0] > ROBOT_SIDE_X and np.pi not in thetas:
+        thetas.append(np.pi)
+    others = [(n, r) for n, r in _neighbours(priv, obj, stand, rigid=drawer) if np.linalg.norm(n[:2] - pos[:2]) - r < 0.25]
 
     radius, dz = _rim(priv, obj)
 
@@ -292,6 +266,8 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
 
     eef = _vec(priv, "eef_pos")
     dest = _vec(priv, f"{target}_pos") if target is not None and f"{target}_pos" in priv else None
+    if drawer:  # where the carry sets it: behind the handle
+        dest = _multi.destination(priv, obj, target)
     home = [f for f in _fixtures(priv) if target is not None and target.startswith(f)]  # set down on it: no wall
     walls = [(_vec(priv, f"{f}_pos"), FIXTURE_RADIUS) for f in _fixtures(priv) if f not in home]
     walls += [(handle, HANDLE_RADIUS) for handle in open_handles(priv)]
@@ -299,10 +275,15 @@ def grasp_pose(priv: dict, obj: str, target: str | None = None) -> tuple[np.ndar
     def room(xy: np.ndarray, around: list) -> float:
         return min((float(np.linalg.norm(xy - n[:2])) - r for n, r in around), default=1.0)
 
+    def hand(xy: np.ndarray, theta: float, around: list) -> float:
+        """Room of the hand at ``xy``: at its centre, and into a drawer at its two ends too."""
+        reach = HAND_HALF * np.array([np.cos(theta), np.sin(theta)])
+        return min(room(xy + side * reach, around) for side in ((0, 1, -1) if drawer else (0,)))
+
     def score(theta: float) -> float:
-        clearance = room(point(theta)[:2], others)
+        clearance = hand(point(theta)[:2], theta, others)
         if dest is not None:  # where the hand will hold it over the destination
-            clearance = min(clearance, room(dest[:2] + point(theta)[:2] - pos[:2], walls))
+            clearance = min(clearance, hand(dest[:2] + point(theta)[:2] - pos[:2], theta, walls))
         near_hand = SIDE_HYSTERESIS * float(np.linalg.norm(point(theta)[:2] - eef[:2]))
         robot_side = FAR_SIDE_BONUS if abs(theta - np.pi) < 1e-9 and clearance > FAR_SIDE_CLEARANCE else 0.0
         return clearance - 0.01 * abs(wrap_yaw(theta - np.pi / 2)) - near_hand + robot_side
