@@ -387,3 +387,15 @@ def test_the_hand_turns_to_the_grasp_yaw_before_coming_down_beside_a_part_open_d
     assert descent(-0.09, 1.0) == 0.0
     assert descent(-0.09, 0.1) < 0.0  # turned: comes down
     assert descent(-0.15, 1.0) < 0.0  # a drawer pulled all the way out: unchanged
+
+
+def test_a_bowl_goes_far_enough_into_a_part_open_drawer_to_clear_its_front_wall():
+    from evaluations.prebuilt.libero import expert_multi
+
+    priv = _cabinet((0, 0, 1.2), qpos=-0.09, goal=f"in akita_black_bowl_1 {REGION}")
+    handle = fx._part(priv, "wooden_cabinet_1", 1, "handle")
+    priv[f"{REGION}_pos"] = np.array([0.036, handle[1] - 0.15, 1.022])  # centre under the cabinet's top
+    dest = expert_multi.destination(priv, "akita_black_bowl_1", REGION)
+    # 7 cm or more behind the handle (6 cm behind it, the bowl came to rest on the drawer's front wall and the
+    # cabinet's edge in libero_goal 3), not past the region's centre
+    assert 0.07 <= handle[1] - dest[1] < 0.15
