@@ -75,8 +75,11 @@ def test_an_in_goal_needs_the_drawer_out_only_far_enough_for_the_bowl():
     pulling = fx.horizontal_grip(np.array([0, 1.0, 0]))
     # pulled out past SLIDE_IN: the pull stops short of SLIDE_OPEN (a full pull hung the drawer over the bowl)
     assert not opens(_cabinet((0, 0, 1.2), qpos=-0.105, quat=pulling, goal=goal))
+    # out 8.5 cm: far enough (pulled out to 0.10 m, the top drawer of libero_goal 3 hung over the bowl's rim, the
+    # hand reaching for the bowl bumped it back to 0.063 m, and the bowl came to rest on the cabinet's top)
+    assert not opens(_cabinet((0, 0, 1.2), qpos=-0.085, quat=pulling, goal=goal))
     # still held, not out that far: pull on
-    assert opens(_cabinet((0, 0, 1.2), qpos=-0.08, quat=pulling, goal=goal))
+    assert opens(_cabinet((0, 0, 1.2), qpos=-0.07, quat=pulling, goal=goal))
     # let go and bumped back a little by the hand reaching for the bowl: no reopening
     assert not opens(_cabinet((0, 0, 1.2), qpos=-0.08, goal=goal))
     assert opens(_cabinet((0, 0, 1.2), qpos=-0.04, goal=goal))
@@ -362,3 +365,37 @@ def test_a_bowl_lifted_out_of_a_drawer_first_comes_out_from_under_the_cabinets_t
     beside["akita_black_bowl_1_pos"] = beside["akita_black_bowl_1_pos"] + [0.2, 0.0, 0.0]
     beside["akita_black_bowl_1_aabb"] = beside["akita_black_bowl_1_aabb"] + [0.2, 0.0, 0.0, 0.2, 0.0, 0.0]
     assert top.out_from_under(beside, "akita_black_bowl_1", "plate_1") is None
+
+
+def test_the_hand_turns_to_the_grasp_yaw_before_coming_down_beside_a_part_open_drawer():
+    from evaluations.prebuilt.libero import expert_place
+    from evaluations.prebuilt.libero.rotation import _down_with_yaw
+
+    bowl = "akita_black_bowl_1"
+
+    def descent(qpos: float, yaw_off: float) -> float:
+        priv = _cabinet((0, 0, 1.2), qpos=qpos, goal=f"in {bowl} {REGION}")
+        priv.update({f"{bowl}_pos": np.array([-0.09, 0.0, 0.898]), f"{bowl}_quat": np.array([0, 0, 0, 1.0]),
+                     f"{bowl}_aabb": np.array([-0.14, -0.05, 0.898, -0.04, 0.05, 0.95])})
+        grasp, yaw = expert_place.grasp_pose(priv, bowl, REGION)
+        priv["eef_pos"] = grasp + [0, 0, 0.25]
+        priv["eef_quat"] = _down_with_yaw(yaw + yaw_off)
+        return float(expert_place.place(priv, ("in", bowl, REGION))[2])
+
+    # turning by 1 rad over a part-open drawer: holds its height (coming down while turning, the hand's ends swept
+    # the top drawer of libero_goal 3 back from 0.115 m to 0.063 m)
+    assert descent(-0.09, 1.0) == 0.0
+    assert descent(-0.09, 0.1) < 0.0  # turned: comes down
+    assert descent(-0.15, 1.0) < 0.0  # a drawer pulled all the way out: unchanged
+
+
+def test_a_bowl_goes_far_enough_into_a_part_open_drawer_to_clear_its_front_wall():
+    from evaluations.prebuilt.libero import expert_multi
+
+    priv = _cabinet((0, 0, 1.2), qpos=-0.09, goal=f"in akita_black_bowl_1 {REGION}")
+    handle = fx._part(priv, "wooden_cabinet_1", 1, "handle")
+    priv[f"{REGION}_pos"] = np.array([0.036, handle[1] - 0.15, 1.022])  # centre under the cabinet's top
+    dest = expert_multi.destination(priv, "akita_black_bowl_1", REGION)
+    # 7 cm or more behind the handle (6 cm behind it, the bowl came to rest on the drawer's front wall and the
+    # cabinet's edge in libero_goal 3), not past the region's centre
+    assert 0.07 <= handle[1] - dest[1] < 0.15
