@@ -9,10 +9,15 @@ from __future__ import annotations
 import json
 import os
 import runpy
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from evaluations.runtime.forkchild import become_server
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _fork(tmp_path, ending, before_run=None) -> tuple[int, str]:
@@ -66,3 +71,32 @@ def test_an_error_in_the_server_is_exit_1_with_its_traceback_in_the_log(tmp_path
 
     got, log = _fork(tmp_path, boom)
     assert got == 1 and "RuntimeError: the env could not be built" in log and "Traceback" in log
+
+
+_TITLE_SCRIPT = """
+import os, sys, time
+from evaluations.runtime import forkchild
+if sys.argv[1] == "claim":
+    forkchild.claim_title()
+first = next(iter(os.environ))
+os.environ[first] = os.environ[first] + "x"  # a library sets the first environment variable again
+pid = os.fork()
+if pid == 0:
+    import setproctitle
+    setproctitle.setproctitle("python -m rlmesh.serve --env a.long.module.path:Environment")
+    time.sleep(2)
+    os._exit(0)
+time.sleep(0.5)
+print(open(f"/proc/{pid}/cmdline").read().replace(chr(0), " "))
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.parametrize("claim", [True, False])
+def test_a_forked_server_shows_its_title_even_after_the_first_environment_variable_is_set_again(claim):
+    """The field case: LIBERO's zygote set its first environment variable again, and its servers' ps line stayed the
+    zygote's. claim_title() at start-up keeps the title settable; without it the title is lost (the control)."""
+    pytest.importorskip("setproctitle")
+    out = subprocess.run([sys.executable, "-c", _TITLE_SCRIPT, "claim" if claim else "no"], capture_output=True,
+                         text=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+    assert out.startswith("python -m rlmesh.serve --env a.long.module.path:Environment") is claim, out

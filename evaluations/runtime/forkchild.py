@@ -16,9 +16,21 @@ import signal
 import sys
 from collections.abc import Callable
 
-__all__ = ["become_server", "die_with_parent"]
+__all__ = ["become_server", "claim_title", "die_with_parent"]
 
 _PR_SET_PDEATHSIG = 1
+
+
+def claim_title() -> None:
+    """Let ``setproctitle`` find this process's ``argv`` memory now, at start-up; call it before any import that may
+    set an environment variable. setproctitle finds ``argv`` by walking back from ``environ[0]``; once a library has
+    set the first environment variable again, ``environ[0]`` points elsewhere and a forked server's title is silently
+    left as its parent's (``ps`` showed the zygote, not ``rlmesh.serve``). A no-op without setproctitle."""
+    try:
+        import setproctitle
+    except ImportError:
+        return
+    setproctitle.getproctitle()  # the lookup runs at the first call, not at import
 
 
 def die_with_parent(sig: signal.Signals = signal.SIGKILL) -> None:

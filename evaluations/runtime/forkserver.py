@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from .forkchild import become_server, die_with_parent
+from .forkchild import become_server, claim_title, die_with_parent
 from .processes import start_time
 
 __all__ = ["PRELOAD", "ForkedProcess", "start", "warm_up"]
@@ -49,6 +49,7 @@ def main() -> None:
     """Forkserver loop: preload, then fork one server per request line until stdin closes (its worker is gone)."""
     import importlib
 
+    claim_title()
     die_with_parent()
     for name in PRELOAD:
         importlib.import_module(name)

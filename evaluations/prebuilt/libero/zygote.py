@@ -37,7 +37,7 @@ import threading
 import time
 from collections import OrderedDict
 
-from ...runtime.forkchild import become_server
+from ...runtime.forkchild import become_server, claim_title
 from ...runtime.processes import start_time
 from .adopt import TARGET, template_key
 
@@ -129,6 +129,7 @@ def main(path: str) -> None:
     """Listen on the unix socket ``path`` and fork one server per request until idle (see the module docstring)."""
     from .factory import private_config_dir
 
+    claim_title()  # before LIBERO's imports set environment variables
     private_config_dir()
     import libero.libero.envs  # noqa: F401 - the imports every server would spend ~1 s on
     import rlmesh.serve  # noqa: F401
