@@ -26,9 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from .expert_fixtures import DOOR_CLOSED, DOOR_MIN_RADIUS, door_joint
+from .expert_motion import action as _action
+from .expert_motion import gap_speed as _gap_speed
 from .expert_motion import toward
 from .expert_motion import vec as _vec
-from .expert_place import HOVER, _approach
+from .expert_place import EMPTY_GAP, HOVER, MOVING, OPEN_GAP, _approach
 from .rotation import rotation_action, wrap_yaw
 
 __all__ = ["DOOR_CLOSED", "DOOR_MIN_RADIUS", "close_door", "door_joint", "door_of", "front", "handle_grasp", "inside",
@@ -61,15 +63,8 @@ DOOR_DZ = 0.0
 #: door, the hand knocked a door open at −1.43 rad to −1.14, and the door then blocked the mug's way in.
 DOOR_NEAR = 0.14
 DOOR_OVER = 0.06
-#: Finger gaps (m) and speed (m/s), as in pick and place.
-OPEN_GAP = 0.072
-EMPTY_GAP = 0.003
-MOVING = 0.01
+#: How far (m) a held mug may be from its grasp point and still count as held (pick and place allows 0.05).
 HOLD_TOL = 0.03
-
-
-def _action(move: np.ndarray, rot: np.ndarray, grip: float) -> np.ndarray:
-    return np.concatenate([move, rot, [grip]]).astype(np.float32)
 
 
 def door_of(priv: dict, region: str) -> str | None:
@@ -131,11 +126,6 @@ def handle_grasp(priv: dict, obj: str) -> tuple[np.ndarray, float, np.ndarray]:
     reach = float(((corners - pos[:2]) @ h).max())
     xy = pos[:2] + (reach - HANDLE_INSET) * h
     return np.array([*xy, box[5] - HANDLE_DEPTH]), wrap_yaw(float(np.arctan2(h[1], h[0]))), h
-
-
-def _gap_speed(priv: dict) -> tuple[float, float]:
-    qpos, qvel = _vec(priv, "gripper_qpos"), _vec(priv, "gripper_qvel")
-    return float(qpos[0] - qpos[1]), float(qvel[0] - qvel[1])
 
 
 def put_in(priv: dict, obj: str, region: str) -> np.ndarray:

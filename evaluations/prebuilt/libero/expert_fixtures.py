@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .expert_motion import action as _action
+from .expert_motion import gap_speed as _gap_speed
 from .expert_motion import toward
 from .expert_motion import vec as _vec
 from .rotation import _down_with_yaw, _quat_mul, rotation_action, rotation_error, wrap_yaw
@@ -95,17 +97,8 @@ DOOR_MIN_RADIUS = 0.1
 DOOR_CLOSED = 0.004
 
 
-def _gap_speed(priv: dict) -> tuple[float, float]:
-    qpos, qvel = _vec(priv, "gripper_qpos"), _vec(priv, "gripper_qvel")
-    return float(qpos[0] - qpos[1]), float(qvel[0] - qvel[1])
-
-
 def _step(eef: np.ndarray, waypoint: np.ndarray) -> np.ndarray:
     return toward(eef, waypoint)
-
-
-def _action(move: np.ndarray, rot: np.ndarray, grip: float) -> np.ndarray:
-    return np.concatenate([move, rot, [grip]]).astype(np.float32)
 
 
 def pointing(quat_xyzw: np.ndarray) -> np.ndarray:

@@ -24,3 +24,15 @@ def toward(eef: np.ndarray, waypoint: np.ndarray) -> np.ndarray:
 def vec(priv: dict, key: str) -> np.ndarray:
     """``priv[key]`` (a privileged observation's entry) as a flat float64 array; KeyError if it is absent."""
     return np.asarray(priv[key], dtype=np.float64).reshape(-1)
+
+
+def action(move: np.ndarray, rot: np.ndarray, grip: float) -> np.ndarray:
+    """One OSC_POSE action, 7 float32: ``move`` (3 position units), ``rot`` (3 rotation units), ``grip`` (+1 closes,
+    −1 opens)."""
+    return np.concatenate([move, rot, [grip]]).astype(np.float32)
+
+
+def gap_speed(priv: dict) -> tuple[float, float]:
+    """``(gap (m), its speed (m/step))`` between the gripper's two fingers, from ``gripper_qpos`` / ``gripper_qvel``."""
+    qpos, qvel = vec(priv, "gripper_qpos"), vec(priv, "gripper_qvel")
+    return float(qpos[0] - qpos[1]), float(qvel[0] - qvel[1])
