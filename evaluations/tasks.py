@@ -31,12 +31,15 @@ def run_shard(shard_id: int) -> None:
 
 @shared_task(name=dispatch.REAP_SHARDS, queue=MAINTENANCE_QUEUE, ignore_result=True)
 def reap_shards() -> None:
-    """Re-queue shards whose worker died and remove orphaned containers (runs.lifecycle, runtime.reaper)."""
+    """Re-queue shards whose worker died, remove orphaned containers, and fail dataset exports whose worker died
+    (runs.reaper, runtime.reaper, datasets.exports)."""
+    from .datasets.exports import reap_lost_exports
     from .runs.reaper import reap_shards as reap
     from .runtime.reaper import reap_containers
 
     reap()
     reap_containers()
+    reap_lost_exports()
 
 
 @shared_task(name=dispatch.PROBE_IMAGE, queue=MAINTENANCE_QUEUE, ignore_result=True, acks_late=True)

@@ -1,7 +1,9 @@
 """gunicorn settings shared by ``make demo``, the live tests and ``deploy/rlmesh-web.service``.
 
-Run as ``gunicorn -c python:rlmesh_site.gunicorn_conf rlmesh_site.wsgi``. Threaded workers: requests mostly wait
-on the database. Each variable below is in the README's settings table.
+Run as ``gunicorn -c python:rlmesh_site.gunicorn_conf rlmesh_site.asgi``. Each process runs uvicorn's event loop
+(``rlmesh_site.web_worker.Worker``): Django runs each view in a thread of its own, and file transfers go out from the
+loop (``rlmesh_site.streaming``), so slow downloads hold no thread that other requests need. Each variable below is
+in the settings page of the manual.
 """
 
 from __future__ import annotations
@@ -10,13 +12,11 @@ import os
 
 #: Where to listen: ``RLMESH_BIND`` (comma-separated ``host:port`` or ``unix:/path``), else 127.0.0.1:$PORT.
 bind = os.environ.get("RLMESH_BIND", f"127.0.0.1:{os.environ.get('PORT', '8000')}").split(",")
-worker_class = "gthread"
+worker_class = "rlmesh_site.web_worker.Worker"
 #: Processes (``WEB_CONCURRENCY``, gunicorn's own variable): one per core, at most 4, by default.
 workers = int(os.environ.get("WEB_CONCURRENCY") or min(4, os.cpu_count() or 1))
-#: Threads per process (``RLMESH_WEB_THREADS``).
-threads = int(os.environ.get("RLMESH_WEB_THREADS") or 4)
-#: A request slower than this many seconds is killed with its worker (``RLMESH_WEB_TIMEOUT``); bundle imports
-#: of RLMESH_IMPORT_MAX_BYTES are the slowest requests.
+#: A process whose event loop has not answered gunicorn's heartbeat for this many seconds is restarted
+#: (``RLMESH_WEB_TIMEOUT``).
 timeout = int(os.environ.get("RLMESH_WEB_TIMEOUT") or 120)
 graceful_timeout = 30
 #: Access log: a file (``RLMESH_ACCESS_LOG``), or "-" for stdout (journald under systemd).

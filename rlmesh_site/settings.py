@@ -70,7 +70,13 @@ INSTALLED_APPS = [
 
 #: Behind one TLS-terminating proxy that sets X-Forwarded-Proto and appends to X-Forwarded-For (deploy/Caddyfile).
 BEHIND_PROXY = env_bool("RLMESH_BEHIND_PROXY", False)
+#: The web server runs Django under ASGI (``rlmesh_site/asgi.py`` sets it): a thread per request, so connections are
+#: not kept per thread; PostgreSQL's come from a pool instead (``RLMESH_DB_POOL_MAX`` per web process).
+RLMESH_ASGI = env_bool("RLMESH_ASGI", False)
 MIDDLEWARE = [
+    # First, under ASGI (the web server as deployed): file responses are sent from the event loop, holding no request
+    # thread (a slow reader of a dataset zip must not take the threads every other request needs).
+    *(["rlmesh_site.streaming.AsyncFileStreamingMiddleware"] if RLMESH_ASGI else []),
     *(["rlmesh_site.proxy.ForwardedForMiddleware"] if BEHIND_PROXY else []),
     "django.middleware.security.SecurityMiddleware",
     "evaluations.middleware.LengthRequiredMiddleware",  # a chunked body (no Content-Length): 411, not empty
@@ -93,6 +99,7 @@ MIDDLEWARE = [
 APPEND_SLASH = False
 ROOT_URLCONF = "rlmesh_site.urls"
 WSGI_APPLICATION = "rlmesh_site.wsgi.application"
+ASGI_APPLICATION = "rlmesh_site.asgi.application"
 
 TEMPLATES = [
     {
@@ -114,14 +121,20 @@ TEMPLATES = [
 
 # ------------------------------------------------------------------- database
 #: Seconds a database connection is kept for the thread's next request (``RLMESH_DB_CONN_MAX_AGE``; 0: one per
-#: request): opening one costs more than most API reads; each is health-checked before reuse.
-RLMESH_DB_CONN_MAX_AGE = env_int("RLMESH_DB_CONN_MAX_AGE", 60)
+#: request): opening one costs more than most API reads; each is health-checked before reuse. Workers and
+#: management commands; the web server (ASGI) pools instead.
+RLMESH_DB_CONN_MAX_AGE = 0 if RLMESH_ASGI else env_int("RLMESH_DB_CONN_MAX_AGE", 60)
+#: Connections one web process's pool holds at most (PostgreSQL under ASGI); a request waits up to 30 s for one.
+RLMESH_DB_POOL_MAX = env_int("RLMESH_DB_POOL_MAX", 16)
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'rlmesh.sqlite3'}"),
-        conn_max_age=RLMESH_DB_CONN_MAX_AGE, conn_health_checks=True,
+        conn_max_age=RLMESH_DB_CONN_MAX_AGE, conn_health_checks=not RLMESH_ASGI,
     )
 }
+if RLMESH_ASGI and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": RLMESH_DB_POOL_MAX,
+                                                               "timeout": 30}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server read while a worker writes; IMMEDIATE transactions take the write
     # lock up front so concurrent writers wait (timeout) instead of failing with "database is locked".
@@ -375,21 +388,8 @@ RLMESH_CONTAINER_OUTPUT_WAIT = env_float("RLMESH_CONTAINER_OUTPUT_WAIT", 30.0)
 RLMESH_REQUEST_TIMEOUT = env_float("RLMESH_REQUEST_TIMEOUT", 30.0)
 #: Default wall-time cap of one episode, in seconds (a request's timeoutSeconds can lower it).
 RLMESH_EPISODE_TIMEOUT = env_float("RLMESH_EPISODE_TIMEOUT", 600.0)
-#: Largest `episodes` of one task, and of one evaluation in total.
-RLMESH_MAX_EPISODES_PER_TASK = env_int("RLMESH_MAX_EPISODES_PER_TASK", 10_000)
-RLMESH_MAX_EPISODES_PER_EVALUATION = env_int("RLMESH_MAX_EPISODES_PER_EVALUATION", 100_000)
-RLMESH_MAX_WORKERS_PER_TASK = env_int("RLMESH_MAX_WORKERS_PER_TASK", 32)
-RLMESH_MAX_WORKLOADS_PER_EVALUATION = env_int("RLMESH_MAX_WORKLOADS_PER_EVALUATION", 1000)
-RLMESH_PREVIEW_WORKLOADS_PER_MINUTE = env_int("RLMESH_PREVIEW_WORKLOADS_PER_MINUTE", 10_000)  # per key (api/throttles.py)
-#: Imported result bundles (POST /v1/evaluations/imports): the upload, and the total uncompressed size of its
-#: members, are at most this many bytes; a bundle has at most this many zip members (evaluations/services/imports.py).
-RLMESH_IMPORT_MAX_BYTES = env_int("RLMESH_IMPORT_MAX_BYTES", 200 * 1024 * 1024)
-RLMESH_IMPORT_MAX_MEMBERS = env_int("RLMESH_IMPORT_MAX_MEMBERS", 20_000)
-#: A bundle uncompresses to at most this many times its upload size (at least 1 MiB; real ones stay far below).
-RLMESH_IMPORT_MAX_EXPANSION = env_float("RLMESH_IMPORT_MAX_EXPANSION", 20.0)
-#: Bytes of episode media (recorded and imported videos) one organization may keep in storage.
-RLMESH_ORG_STORAGE_QUOTA_BYTES = env_int("RLMESH_ORG_STORAGE_QUOTA_BYTES", 20 * 1024**3)
-RLMESH_ORG_DATASET_EXPORTS_BUILDING = env_int("RLMESH_ORG_DATASET_EXPORTS_BUILDING", 2)  # queued or running at once
+# The size limits of requests, imports, storage, downloads, recordings and exports: rlmesh_site/limits.py.
+from rlmesh_site.limits import *  # noqa: E402, F403
 #: A shard never holds more episodes than this, so it finishes well inside the broker's visibility timeout.
 RLMESH_MAX_EPISODES_PER_SHARD = env_int("RLMESH_MAX_EPISODES_PER_SHARD", 100)
 #: An evaluation whose errored episodes exceed this fraction ends `failed` instead of `completed`.

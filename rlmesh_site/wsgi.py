@@ -1,4 +1,5 @@
-"""WSGI entry point (gunicorn rlmesh_site.wsgi)."""
+"""WSGI entry point: Django's test client and `manage.py runserver` (`make dev`); the deployed web server runs
+the ASGI one (rlmesh_site.asgi)."""
 
 import os
 

@@ -11,6 +11,6 @@ export RLMESH_WORKFLOW_EDITION=${RLMESH_WORKFLOW_EDITION:-2026.06} PORT=${PORT:-
 export RLMESH_ACCESS_LOG=${RLMESH_ACCESS_LOG:-var/web-access.log}
 echo "== $(date -u +%FT%TZ) web server started by scripts/web.sh" >>var/web.log
 # Workers and threads: rlmesh_site/gunicorn_conf.py (WEB_CONCURRENCY, RLMESH_WEB_THREADS).
-setsid .venv/bin/gunicorn -c python:rlmesh_site.gunicorn_conf rlmesh_site.wsgi >>var/web.log 2>&1 < /dev/null &
+setsid .venv/bin/gunicorn -c python:rlmesh_site.gunicorn_conf rlmesh_site.asgi >>var/web.log 2>&1 < /dev/null &
 echo $! > var/web.pid
 echo "web server started on http://127.0.0.1:$PORT (process group $(cat var/web.pid)); log: var/web.log"

@@ -80,7 +80,7 @@ def test_every_unit_restarts_reads_the_shared_settings_and_starts_at_boot(name):
 
 
 def test_the_units_run_what_the_layout_needs():
-    assert "gunicorn -c python:rlmesh_site.gunicorn_conf rlmesh_site.wsgi" in unit("rlmesh-web.service")["Service"]["ExecStart"]
+    assert "gunicorn -c python:rlmesh_site.gunicorn_conf rlmesh_site.asgi" in unit("rlmesh-web.service")["Service"]["ExecStart"]
     assert "collectstatic" in unit("rlmesh-web.service")["Service"]["ExecStartPre"]
     worker = unit("rlmesh-worker.service")["Service"]["ExecStart"]
     assert "worker -Q shards,maintenance" in worker and re.search(r"-n \S*@%H\b", worker)  # one name per host

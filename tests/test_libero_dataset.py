@@ -28,6 +28,26 @@ def _sha(image) -> str:
     return hashlib.sha256(image.tobytes()).hexdigest()
 
 
+def _recording_changes_nothing(tenant_a, recorded) -> None:
+    """One episode, one digest (issue 33): the first task's episodes run unrecorded give the recorded ones' digests,
+    and an episode whose cameras are in the observation records the same images as the ones rendered beside it."""
+    plain = create(tenant_a, {"models": ["prebuilt/libero-expert"], "tasks": [
+        {"env": "prebuilt/libero", "taskId": TASKS[0], "episodes": 3, "seed": 0}]})
+    run_all(plain)
+    assert [e.trajectory_digest for e in episodes(plain)] == [e.trajectory_digest for e in recorded]
+    assert all(e.digest_comparable for e in recorded)
+    seen = create(tenant_a, {"models": ["prebuilt/libero-expert"], "tasks": [
+        {"env": "prebuilt/libero", "taskId": TASKS[0], "episodes": 1, "seed": 0, "recordSteps": "all", "maxSteps": 6,
+         "params": {"cameras": "both"}}]})
+    run_all(seen)
+    (in_obs,) = episodes(seen)
+    with in_obs.steps_file.open("rb") as a, recorded[0].steps_file.open("rb") as b:
+        observed, beside = load_steps(a), load_steps(b)
+    for key in ("obs/pixels.image", "obs/pixels.image2"):
+        assert observed[key].shape == (7, 256, 256, 3) and [_sha(x) for x in observed[key]] == [
+            _sha(x) for x in beside[key][:7]], key
+
+
 @pytest.mark.timeout(1500)  # 6 rendered expert episodes, the export (~0.2 s a frame), the load: minutes
 def test_an_expert_run_exports_as_a_lerobot_dataset_that_round_trips(tenant_a, api, settings, tmp_path):
     if not LIBERO_PYTHON.exists() or exports.lerobot_python() is None:
@@ -37,10 +57,13 @@ def test_an_expert_run_exports_as_a_lerobot_dataset_that_round_trips(tenant_a, a
     body = {"models": ["prebuilt/libero-expert"],
             "tasks": [{"env": "prebuilt/libero", "taskId": t, "episodes": 3, "seed": 0, "recordSteps": "all"} for t in TASKS]}
     evaluation = create(tenant_a, body)
-    assert {w.env_kwargs["cameras"] for w in evaluation.workloads.all()} == {"both"}  # the expert reads none
+    # the expert reads no camera: they are rendered for the record only, beside what it sees
+    assert {(w.env_kwargs["cameras"], w.env_kwargs["record_cameras"]) for w in evaluation.workloads.all()} == {
+        ("none", "both")}
     run_all(evaluation)
     rows = episodes(evaluation)
     assert evaluation.status == "completed" and len(rows) == 6 and all(e.steps_file for e in rows), evaluation.error_message
+    _recording_changes_nothing(tenant_a, rows[:3])
 
     url = f"/v1/evaluations/{evaluation.public_id}/lerobot-dataset"
     export_id = api.post(url, {}, format="json").json()["id"]

@@ -4,14 +4,14 @@ built by a worker (``datasets.exports``) and downloaded as a zip."""
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
 from ..datasets.exports import IMAGE_MODES, ExportRefused, export_document, latest_export, ready_export, request_export
 from ..media import ranged_file_response
 from ..models import DatasetExport
-from .base import OrgScopedView
+from .base import DownloadView, OrgScopedView
 from .exceptions import error_response
 from .serializers import DatasetExportRequestSerializer, DatasetExportSerializer, errors
 
@@ -23,6 +23,8 @@ _409 = ("The evaluation has not ended, or it kept no episode's steps (`steps_not
         "features (`features_differ`, each feature's shapes per task in `details`).")
 _429 = ("The organization already builds `RLMESH_ORG_DATASET_EXPORTS_BUILDING` exports (`too_many_exports`), or too "
         "many failed authentications from this address.")
+_413 = ("The body is over `DATA_UPLOAD_MAX_MEMORY_SIZE` (`payload_too_large`), or the organization has no storage "
+        "left for a dataset (`storage_quota_exceeded`).")
 _503 = "The lerobot environment is not installed on this platform (`lerobot_unavailable`: scripts/setup-lerobot.sh)."
 
 
@@ -60,8 +62,8 @@ class LeRobotDatasetView(OrgScopedView):
 
     @extend_schema(request=DatasetExportRequestSerializer,
                    responses={200: DatasetExportSerializer, 202: DatasetExportSerializer,
-                              **errors(400, 401, 403, 404, 409, 415, 429, 503, _409=_409, _429=_429,
-                                        _503=_503)},
+                              **errors(400, 401, 403, 404, 409, 413, 415, 429, 503, _409=_409, _413=_413,
+                                       _429=_429, _503=_503)},
                    summary="Export the evaluation's recorded episodes as a LeRobot dataset (a worker builds it)",
                    description="202 with a new export (poll GET until `status` is `ready`, then download "
                    "`downloadUrl`); 200 with the export under way with the same `images`, or else the newest ready one of "
@@ -69,7 +71,7 @@ class LeRobotDatasetView(OrgScopedView):
                    "The body may be empty.")
     def post(self, request, public_id: str):
         evaluation = self.get_evaluation(public_id)
-        data = self.read_request_body()[1] if request._request.body else {}
+        data = self.read_optional_body()
         # Unknown fields are ignored, as in every request body of /v1 (planning.schema: lenient on unknown fields).
         body = DatasetExportRequestSerializer(data=data)
         body.is_valid(raise_exception=True)
@@ -81,11 +83,19 @@ class LeRobotDatasetView(OrgScopedView):
         return Response(export_document(export), status=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK)
 
 
-class LeRobotDatasetZipView(OrgScopedView):
-    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY,
+class LeRobotDatasetZipView(DownloadView):
+    @extend_schema(parameters=[
+        OpenApiParameter("images", str, OpenApiParameter.QUERY, enum=list(IMAGE_MODES), description=(
+            "The export of this image storage (`image`: PNG frames, `video`: MP4 per camera); by default the newest "
+            "ready export of either")),
+        OpenApiParameter("Range", str, OpenApiParameter.HEADER, description="bytes=start-end, bytes=start- or "
+                         "bytes=-suffix")],
+                   responses={(200, "application/zip"): OpenApiTypes.BINARY,
                               (206, "application/zip"): OpenApiTypes.BINARY,
-                              **errors(400, 401, 404, 409, 416,
+                              **errors(400, 401, 404, 409, 416, 429,
                                        _404="No such evaluation, or no dataset export was asked for.",
+                                       _429="This caller already holds `RLMESH_DOWNLOADS_PER_CALLER` downloads "
+                                       "(`too_many_downloads`; `Retry-After`), or too many failed authentications.",
                                        _409="No export is ready yet (the latest is queued, running or failed).")},
                    summary="The LeRobot dataset as a zip (one folder: meta/, data/, videos/); honours Range requests",
                    description="The newest ready export, of `?images=image|video` when given; a ready zip stays "
@@ -103,9 +113,6 @@ class LeRobotDatasetZipView(OrgScopedView):
             response = ranged_file_response(request, export.file.name, content_type="application/zip")
         except FileNotFoundError:
             return error_response(404, "not_found", "the dataset's zip is missing from storage; POST again to rebuild")
-        if response.status_code == 416:
-            size = response["Content-Range"]
-            return error_response(416, "range_not_satisfiable", f"the range lies outside the zip (Content-Range: {size})",
-                                  headers={"Content-Range": size})
-        response["Content-Disposition"] = f'attachment; filename="{public_id}-lerobot.zip"'
-        return response
+        if response.status_code in (200, 206):
+            response["Content-Disposition"] = f'attachment; filename="{public_id}-lerobot.zip"'
+        return self.file_answer(response, "zip")

@@ -12,8 +12,7 @@ from rest_framework.response import Response
 from ..choices import EpisodeStatus
 from ..filtersets import EPISODE_VIEWS, EpisodeFilterSet
 from ..media import episode_video_response
-from .base import OrgScopedView
-from .exceptions import error_response
+from .base import DownloadView, OrgScopedView
 from .pagination import CURSOR_PATTERNS, decode_cursor, encode_cursor, page_limit, query_value, take_page
 from .serializers import EpisodePageSerializer, LogPageSerializer, errors
 
@@ -84,7 +83,7 @@ class LogListView(OrgScopedView):
         )
 
 
-class EpisodeVideoView(OrgScopedView):
+class EpisodeVideoView(DownloadView):
     @extend_schema(
         parameters=[OpenApiParameter(
             "Range", str, OpenApiParameter.HEADER, description="bytes=start-end, bytes=start- or bytes=-suffix",
@@ -92,16 +91,29 @@ class EpisodeVideoView(OrgScopedView):
                       OpenApiExample("past the end", "bytes=1000000000-")],
         )],
         responses={(200, "video/mp4"): OpenApiTypes.BINARY, (206, "video/mp4"): OpenApiTypes.BINARY,
-                   **errors(401, 404, 416, _404="No such evaluation, or the episode has no video.")},
+                   **errors(401, 404, 416, 429, _404="No such evaluation, or the episode has no video.",
+                            _429="This caller already holds `RLMESH_DOWNLOADS_PER_CALLER` downloads "
+                            "(`too_many_downloads`; `Retry-After`), or too many failed authentications.")},
         summary="The episode's H.264 MP4 (when its task recorded it); honours Range requests",
     )
     def get(self, request, public_id: str, episode_id: int):
         response = episode_video_response(request, self.get_evaluation(public_id), episode_id)
-        if response.status_code == 416:  # the dashboard's player gets an empty 416; API clients get the envelope
-            size = response["Content-Range"]
-            return error_response(416, "range_not_satisfiable", f"the range lies outside the video (Content-Range: {size})",
-                                  headers={"Content-Range": size})
-        return response
+        # the dashboard's player gets an empty 416 and a plain 429; API clients get the envelope
+        return self.file_answer(response, "video")
+
+
+def _recording(e) -> dict | None:
+    """What the episode's recording kept (``recording`` of an episode): its video and its steps, each whether it was
+    stored and, when not whole, why (``error``) and where the recording stopped (``stoppedAtStep``); None when its
+    task recorded neither."""
+    def part(stored: bool, meta: dict, keys: tuple[str, ...]) -> dict | None:
+        if not meta and not stored:
+            return None
+        return {"stored": stored, **{k: meta.get(k) for k in keys}}
+
+    video = part(bool(e.video), e.video_meta or {}, ("error", "stoppedAtStep", "note"))
+    steps = part(bool(e.steps_file), e.steps_meta or {}, ("bytes", "steps", "error", "stoppedAtStep"))
+    return {"video": video, "steps": steps} if video or steps else None
 
 
 def _episode_dict(e, public_id: str) -> dict:
@@ -130,6 +142,7 @@ def _episode_dict(e, public_id: str) -> dict:
         "error": e.error or None,
         "perturbation": e.perturbation or None,
         "video": video,
+        "recording": _recording(e),
         "wallMs": e.wall_ms,
         "predictMs": e.predict_ms,
         "stepMs": e.step_ms,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -13,6 +14,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from ..planning.schema import flatten_errors
 from ..planning import RequestInvalid
 from ..planning.parse import MAX_ERROR_TEXT, bounded_errors
+from .parsers import PayloadTooLarge
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +62,8 @@ def exception_handler(exc, context):
         return error_response(exc.status, exc.code, str(exc), exc.errors)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound(str(exc) or "not found")
+    if isinstance(exc, RequestDataTooBig):  # a body read before its size was checked: still the 413, never a 500
+        exc = PayloadTooLarge(f"request body is over the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
     response = drf_exception_handler(exc, context)
     if response is None:
         logger.exception("unhandled error in %s", context.get("view"))

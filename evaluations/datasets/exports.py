@@ -42,8 +42,11 @@ from ..choices import EpisodeStatus
 from ..models import DatasetExport, Episode, Evaluation
 from ..prebuilt.libero.smolvla import OFFLINE_ENV
 from ..runs import dispatch
+from ..runs.reaper import worker_lost
+from ..runs.workers import live_identities, worker_identity
+from ..runtime.forkchild import die_with_parent
 from ..runtime.local import installed_python
-from .lerobot_frames import IMAGE_MODES, MappingProblem, features, header_arrays, shape_differences
+from .lerobot_frames import IMAGE_MODES, MappingProblem, check_steps_file, features, header_arrays, shape_differences
 from ..runs.recording import FPS
 
 __all__ = ["ExportRefused", "IMAGE_MODES", "SETUP_SCRIPT", "build_export", "export_document", "latest_export",
@@ -83,19 +86,46 @@ def recorded_episodes(evaluation: Evaluation):
             .select_related("workload", "workload__env_version").order_by("workload__index", "index"))
 
 
+def _steps_not_recorded(evaluation: Evaluation) -> ExportRefused:
+    """The 409 ``steps_not_recorded`` of an evaluation with no stored steps, saying why and what can be done: an
+    imported evaluation (bundles carry no steps; it cannot be resubmitted here), steps recorded but not stored (the
+    reason the episodes give: the quota, the recording cap, a write error), or steps never asked for."""
+    public_id = evaluation.public_id
+    if evaluation.origin == "import":
+        return ExportRefused(409, "steps_not_recorded", f"evaluation {public_id} was imported from a result bundle, "
+                             "which carries no recorded steps; only an evaluation run on this platform with "
+                             '"recordSteps" can be exported as a dataset')
+    lost = (Episode.objects.filter(evaluation=evaluation, status=EpisodeStatus.COMPLETED, steps_file="")
+            .exclude(steps_meta={}).values_list("steps_meta", flat=True))
+    reasons = sorted({str(meta.get("error")) for meta in lost[:1000] if isinstance(meta, dict) and meta.get("error")})
+    if reasons:
+        return ExportRefused(409, "steps_not_recorded", f"evaluation {public_id} recorded its steps but stored none: "
+                             + "; ".join(reasons[:3]) + ". Free storage (delete older exports or evaluations) or ask "
+                             "an operator for more, then run the evaluation again",
+                             [{"path": "recordSteps", "message": reason} for reason in reasons[:10]])
+    return ExportRefused(409, "steps_not_recorded", f"evaluation {public_id} kept no episode's steps: submit it again "
+                         'with "recordSteps": "all" (or "first:N") on its tasks; only those episodes can be exported '
+                         "as a dataset")
+
+
 def check_exportable(evaluation: Evaluation) -> None:
-    """Raise ExportRefused unless ``evaluation`` has ended, kept the steps of an episode, and the lerobot venv is
-    installed on this host (409, 409, 503)."""
+    """Raise ExportRefused unless ``evaluation`` has ended, kept the steps of an episode, the lerobot venv is
+    installed on this host and the organization has storage left for the zip (409, 409, 503, 413)."""
     if not evaluation.is_terminal:
         raise ExportRefused(409, "conflict", f"evaluation {evaluation.public_id} is {evaluation.status}; a dataset is "
                             "exported once it has ended")
     if not recorded_episodes(evaluation).exists():
-        raise ExportRefused(409, "steps_not_recorded", f"evaluation {evaluation.public_id} kept no episode's steps: "
-                            'submit it again with "recordSteps": "all" (or "first:N") on its tasks; only those '
-                            "episodes can be exported as a dataset")
+        raise _steps_not_recorded(evaluation)
     if lerobot_python() is None:
-        raise ExportRefused(503, "lerobot_unavailable", "the lerobot environment is not installed on this platform "
-                            f"({settings.RLMESH_PYTHON_ENVS.get('lerobot')}); an operator runs {SETUP_SCRIPT}")
+        # The setting's folder name only: the server's absolute paths are not a member's business.
+        venv = Path(str(settings.RLMESH_PYTHON_ENVS.get("lerobot") or ".venv-lerobot")).parent.parent.name
+        raise ExportRefused(503, "lerobot_unavailable", f"the lerobot environment ({venv}) is not installed on this "
+                            f"platform; an operator runs {SETUP_SCRIPT}")
+    left = evaluation.organization.storage_left()
+    if left <= 0:
+        raise ExportRefused(413, "storage_quota_exceeded", f"the organization has no storage left ({-left} bytes over "
+                            "its quota, RLMESH_ORG_STORAGE_QUOTA_BYTES): a dataset could not be stored. Delete older "
+                            "exports or evaluations, or ask an operator for more")
 
 
 def latest_export(evaluation: Evaluation) -> DatasetExport | None:
@@ -169,17 +199,17 @@ def request_export(evaluation: Evaluation, *, images: str = "image") -> tuple[Da
         # Requests for one evaluation take turns here, so two of them never both see "nothing under way".
         Evaluation.objects.select_for_update().filter(pk=evaluation.pk).exists()
         building = evaluation.dataset_exports.filter(_building()).order_by("-created_at", "-id").first()
+        if building is not None and building.meta.get("images", "image") == images:
+            return building, False
+        ready = ready_export(evaluation, images)
+        if ready is not None:  # also while an export of other images builds: it is served as it is
+            return ready, False
         if building is not None:
-            if building.meta.get("images", "image") == images:
-                return building, False
             raise ExportRefused(409, "export_running", f"export {building.pk} of {evaluation.public_id} "
                                 f"(images: {building.meta.get('images', 'image')}) is {building.status}; one export "
                                 "of an evaluation is built at a time: poll GET …/lerobot-dataset until it ends, then "
                                 "ask again", [{"path": "images", "message": f"export {building.pk} is {building.status}",
                                            "id": building.pk, "status": building.status}])
-        ready = ready_export(evaluation, images)
-        if ready is not None:
-            return ready, False
         _task_shapes(evaluation, images)
         limit = settings.RLMESH_ORG_DATASET_EXPORTS_BUILDING
         org_building = DatasetExport.objects.filter(_building(), evaluation__organization_id=evaluation.organization_id)
@@ -194,7 +224,8 @@ def request_export(evaluation: Evaluation, *, images: str = "image") -> tuple[Da
 
 def export_document(export: DatasetExport) -> dict:
     """The API's view of an export: ``id``, ``status`` (queued|running|ready|failed), ``images``, ``error``,
-    ``episodes``, ``frames``, ``bytes``, ``features``, ``fps``, ``repoId``, ``lerobotVersion``, ``buildSeconds``,
+    ``waiting`` (what a queued export waits for), ``episodes``, ``frames``, ``bytes``, ``features``, ``fps``,
+    ``repoId``, ``lerobotVersion``, ``buildSeconds``,
     ``downloadUrl`` (when ready), ``createdAt``, ``startedAt``, ``finishedAt``."""
     meta = export.meta
     ready = export.status == DatasetExport.Status.READY
@@ -202,6 +233,7 @@ def export_document(export: DatasetExport) -> dict:
     return {
         "id": export.pk, "status": "failed" if _lost(export) else export.status, "images": meta.get("images", "image"),
         "error": export.error or ("the export's worker stopped before it ended; ask again" if _lost(export) else None),
+        "waiting": meta.get("waiting") if export.status == DatasetExport.Status.QUEUED else None,
         **{key: meta.get(key) for key in ("episodes", "frames", "bytes", "features", "fps", "repoId",
                                           "lerobotVersion", "buildSeconds")},
         "downloadUrl": (reverse("evaluations-api:lerobot-dataset-zip", args=[public_id])
@@ -217,8 +249,14 @@ def _manifest(evaluation: Evaluation, export: DatasetExport, work: Path) -> dict
         workload = episode.workload
         path = work / "steps" / f"w{workload.index:03d}-e{episode.index:05d}.npz"
         path.parent.mkdir(parents=True, exist_ok=True)
-        with default_storage.open(episode.steps_file.name, "rb") as src, open(path, "wb") as dst:
-            shutil.copyfileobj(src, dst)
+        where = f"episode {episode.index} of tasks[{workload.index}] ({workload.env_ref} {workload.task_id}, id {episode.pk})"
+        try:
+            with default_storage.open(episode.steps_file.name, "rb") as src, open(path, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            check_steps_file(path)
+        except (OSError, ValueError) as exc:
+            raise RuntimeError(f"the recorded steps of {where} cannot be read ({_without_paths(str(exc))}); run the "
+                               "evaluation again to record them anew") from exc
         fps = fps or episode.steps_meta.get("fps")
         episodes.append({"file": str(path), "task": workload.instruction or workload.task_id, "meta": {
             "episodeId": episode.pk, "workload": workload.index, "index": episode.index, "model": workload.model_ref,
@@ -242,8 +280,10 @@ def _write(manifest: dict, work: Path) -> dict:
     env = {**os.environ, **OFFLINE_ENV, "HOME": str(home), "HF_HOME": str(home / "hf"),
            "HF_LEROBOT_HOME": str(home / "lerobot"), "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1",
            "PYTHONPATH": os.pathsep.join(p for p in (str(settings.BASE_DIR), os.environ.get("PYTHONPATH", "")) if p)}
+    # The writer dies with its worker process (PR_SET_PDEATHSIG): a killed worker leaves no build running.
     proc = subprocess.run([python, "-m", "evaluations.datasets.lerobot_writer", str(work / "manifest.json")],
-                          env=env, cwd=str(work), capture_output=True, text=True, timeout=WRITE_TIMEOUT_SECONDS)
+                          env=env, cwd=str(work), capture_output=True, text=True, timeout=WRITE_TIMEOUT_SECONDS,
+                          preexec_fn=die_with_parent)
     last = (proc.stdout.strip().splitlines() or [""])[-1]
     if proc.returncode == 2 and last.startswith('{"problem"'):
         raise MappingProblem(json.loads(last)["problem"])
@@ -276,9 +316,67 @@ def _zip(root: Path, path: Path) -> None:
 
 
 def _claim(export_id: int) -> DatasetExport | None:
-    claimed = DatasetExport.objects.filter(pk=export_id, status=DatasetExport.Status.QUEUED).update(
-        status=DatasetExport.Status.RUNNING, started_at=timezone.now())
-    return DatasetExport.objects.select_related("evaluation__organization").get(pk=export_id) if claimed else None
+    """Take a queued export for this worker process (``meta["worker"]``: ``host:pid``, which the reaper watches)."""
+    with transaction.atomic():
+        export = DatasetExport.objects.select_for_update().filter(pk=export_id, status=DatasetExport.Status.QUEUED).first()
+        if export is None:
+            return None
+        DatasetExport.objects.filter(pk=export_id).update(status=DatasetExport.Status.RUNNING, started_at=timezone.now(),
+                                                          meta={**export.meta, "worker": worker_identity()})
+    return DatasetExport.objects.select_related("evaluation__organization").get(pk=export_id)
+
+
+def _has_slot(export: DatasetExport) -> bool:
+    """Whether a just-claimed export is among the ``RLMESH_DATASET_EXPORTS_RUNNING`` oldest running exports of the
+    site; if not, it goes back to ``queued`` and its message is sent again after
+    ``RLMESH_DATASET_EXPORT_RETRY_SECONDS`` (the pool process is free meanwhile). Claimed at once by two workers, the
+    older export keeps its slot."""
+    limit = max(1, settings.RLMESH_DATASET_EXPORTS_RUNNING)
+    oldest = list(DatasetExport.objects.filter(status=DatasetExport.Status.RUNNING).order_by("pk")
+                  .values_list("pk", flat=True)[:limit])
+    if export.pk in oldest:
+        return True
+    meta = {k: v for k, v in export.meta.items() if k != "worker"}
+    DatasetExport.objects.filter(pk=export.pk, status=DatasetExport.Status.RUNNING).update(
+        status=DatasetExport.Status.QUEUED, started_at=None, meta={**meta, "waiting": "for a build slot (the site "
+                                                                   f"builds {limit} at once)"})
+    dispatch.send_dataset_export(export.pk, countdown=settings.RLMESH_DATASET_EXPORT_RETRY_SECONDS)
+    return False
+
+
+def _fail(export_id: int, reason: str, *, only_running: bool = False) -> bool:
+    """Record an export as failed with ``reason`` (without the server's paths); False when it was no longer running
+    and ``only_running`` asked for a running one."""
+    exports = DatasetExport.objects.filter(pk=export_id)
+    if only_running:
+        exports = exports.filter(status=DatasetExport.Status.RUNNING)
+    return bool(exports.update(status=DatasetExport.Status.FAILED, error=_without_paths(reason)[:4000],
+                               finished_at=timezone.now()))
+
+
+#: The build's scratch folder: ``<tmp>/rlmesh-dataset-<export id>-<random>``, swept by :func:`reap_lost_exports`.
+WORK_PREFIX = "rlmesh-dataset-"
+
+
+def reap_lost_exports(live: set[str] | None = None) -> list[int]:
+    """Fail running exports whose worker process is gone (its liveness record stale, or its pid gone from this host),
+    and remove this host's scratch folders of exports that no longer run; the ids failed. Run by the reaper."""
+    live = live_identities() if live is None else live
+    failed = []
+    for export in DatasetExport.objects.filter(kind=KIND, status=DatasetExport.Status.RUNNING):
+        worker = str(export.meta.get("worker") or "")
+        reason = worker_lost(worker, live) if worker else None
+        if reason and _fail(export.pk, f"the worker building it ({worker}) {reason} before it ended; ask again",
+                            only_running=True):
+            failed.append(export.pk)
+    running = set(DatasetExport.objects.filter(status=DatasetExport.Status.RUNNING).values_list("pk", flat=True))
+    for folder in Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}*"):
+        number = folder.name[len(WORK_PREFIX):].split("-", 1)[0]
+        if folder.is_dir() and number.isdigit() and int(number) not in running:
+            shutil.rmtree(folder, ignore_errors=True)
+    if failed:
+        logger.warning("dataset exports %s failed: their worker was lost", failed)
+    return failed
 
 
 def build_export(export_id: int) -> str | None:
@@ -287,10 +385,12 @@ def build_export(export_id: int) -> str | None:
     export = _claim(export_id)
     if export is None:
         return None
+    if not _has_slot(export):
+        return DatasetExport.Status.QUEUED
     evaluation = export.evaluation
     t0 = time.monotonic()
     try:
-        with tempfile.TemporaryDirectory(prefix="rlmesh-dataset-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}{export.pk}-") as tmp:
             work = Path(tmp)
             manifest = _manifest(evaluation, export, work)
             summary = _write(manifest, work)
@@ -303,8 +403,7 @@ def build_export(export_id: int) -> str | None:
             with open(archive, "rb") as fh:
                 stored = default_storage.save(f"datasets/{evaluation.public_id}/{archive.name}", File(fh, name=archive.name))
     except Exception as exc:  # noqa: BLE001 - the export fails, with its reason, and the worker goes on
-        DatasetExport.objects.filter(pk=export.pk).update(status=DatasetExport.Status.FAILED, error=_without_paths(str(exc))[:4000],
-                                                          finished_at=timezone.now())
+        _fail(export.pk, str(exc))
         return DatasetExport.Status.FAILED
     evaluation.organization.add_storage(size)
     meta = {**export.meta, **summary, "bytes": size, "fps": manifest["fps"], "repoId": manifest["repoId"],

@@ -22,11 +22,12 @@ last step) has no action and is not a frame, so an episode of ``steps`` steps ha
 from __future__ import annotations
 
 import zipfile
+import zlib
 from collections.abc import Iterator
 
 import numpy as np
 
-__all__ = ["IMAGE_MODES", "INSTRUCTION_KEYS", "MappingProblem", "feature_map", "features", "frames", "header_arrays",
+__all__ = ["IMAGE_MODES", "INSTRUCTION_KEYS", "MappingProblem", "check_steps_file", "feature_map", "features", "frames", "header_arrays",
            "instruction", "shape_differences"]
 
 OBS = "obs/"
@@ -114,16 +115,36 @@ def features(arrays: dict[str, np.ndarray], *, images: str = "image") -> dict[st
 def header_arrays(fh) -> dict[str, np.ndarray]:
     """A recorded steps ``.npz`` (an open binary file or a path) as stand-ins of its arrays: each member's shape and
     dtype read from its ``.npy`` header only, its values a broadcast zero (no memory, nothing decompressed past the
-    header), enough for :func:`features`. Raises ValueError for a file that is not such an ``.npz``."""
+    header), enough for :func:`features`. Raises ValueError for a file that is not such an ``.npz`` (not a zip, a
+    member that is not an ``.npy``, a truncated or corrupt one)."""
     out = {}
-    with zipfile.ZipFile(fh) as archive:
-        for name in archive.namelist():
-            with archive.open(name) as member:
-                version = np.lib.format.read_magic(member)
-                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-                shape, _, dtype = read(member)
-            out[name.removesuffix(".npy")] = np.broadcast_to(np.zeros((), dtype=dtype), shape)
+    try:
+        with zipfile.ZipFile(fh) as archive:
+            for name in archive.namelist():
+                with archive.open(name) as member:
+                    version = np.lib.format.read_magic(member)
+                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read(member)
+                out[name.removesuffix(".npy")] = np.broadcast_to(np.zeros((), dtype=dtype), shape)
+    except ValueError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, TypeError) as exc:
+        raise ValueError(f"not a steps file: {type(exc).__name__}: {exc}") from exc
     return out
+
+
+def check_steps_file(path) -> None:
+    """Raise ValueError unless the ``.npz`` at ``path`` is whole: a zip whose every member is an ``.npy`` and passes
+    its CRC check (decompresses every member once; nothing is kept)."""
+    header_arrays(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        raise ValueError(f"{type(exc).__name__}: {exc}") from exc
+    if bad is not None:
+        raise ValueError(f"member {bad} fails its CRC check")
 
 
 def shape_differences(a: dict[str, dict], b: dict[str, dict]) -> dict[str, tuple[str, str]]:

@@ -50,7 +50,10 @@ from typing import IO
 from django.conf import settings
 
 from ..domain.text import display_text_problem, storable_text_problem
+from ..choices import ImageKind
 from ..models import ApiKey, Episode, Evaluation, Organization
+from ..prebuilt.catalog import trajectory_comparable
+from ..services.catalog import ReferenceError_, resolve_reference
 from ..models.evaluations import new_public_id
 from .archive import READ_ERRORS, RESULT_FILENAME, BundleInvalid, check_members, clean_file_name, expansion_limit, fail, measure, read_member
 from .document import parse_result, validate
@@ -106,6 +109,26 @@ def _check_quota(organization: Organization, plan) -> None:
         )
 
 
+def _env_comparable(env_ref: str, organization: Organization) -> bool:
+    """Whether episodes of the env a bundle names compare by digest, as the platform's own episodes of that env do:
+    the env's declaration (``prebuilt.catalog.trajectory_comparable``: browser envs run in real time, so not), never
+    the bundle's say; an env unknown here declares nothing and compares (the platform's default)."""
+    try:
+        resolved = resolve_reference(env_ref, kind=ImageKind.ENV, organization=organization)
+    except (ReferenceError_, ValueError):
+        return True
+    return trajectory_comparable(resolved.version)
+
+
+def _apply_env_comparability(plan, organization: Organization) -> None:
+    """Mark the digests of episodes on envs whose trajectories depend on wall-clock timing not comparable."""
+    for workload in plan.workloads:
+        if not _env_comparable(workload.fields["env_ref"] or "", organization):
+            for episode in workload.episodes:
+                if episode.fields.get("trajectory_digest"):
+                    episode.fields["digest_comparable"] = False
+
+
 def _open_archive(fileobj: IO[bytes]) -> tuple[zipfile.ZipFile, str, int, str]:
     """The upload as a zip: ``(archive, file name, size in bytes, sha256)``; BundleInvalid (413 past the limit)."""
     max_bytes = settings.RLMESH_IMPORT_MAX_BYTES
@@ -149,6 +172,7 @@ def import_bundle(
         plan = validate(parse_result(raw), archive=archive, members=members, root=root)
         _check_not_imported(organization, sha256)
         _check_quota(organization, plan)
+        _apply_env_comparability(plan, organization)
         public_id = new_public_id()
         saved: list[str] = []
         try:

@@ -5,7 +5,7 @@ An env opts in by declaring the make parameters (``cameras``: ``none``/``agentvi
 as the prebuilt LIBERO env does; a model says what it reads with the catalog's ``observes`` label (``state``,
 ``images``, ``privileged``), else its ``model_spec`` decides (image inputs → images), else (spec-less: it may read
 anything) it gets every camera. Videos need no camera in the observation: such an env renders its video frames on
-demand in ``render()``, only in the episodes that record.
+demand in ``render()``, only in the episodes that record; recorded steps likewise (``record_cameras``).
 """
 
 from __future__ import annotations
@@ -39,12 +39,17 @@ def model_reads(model: ResolvedImage) -> set[str]:
 
 def observation_kwargs(model: ResolvedImage, declared: dict, params: dict, *, record_steps: bool = False) -> dict:
     """Make kwargs the planner adds for ``model`` on an env whose declared make parameters are ``declared``:
-    ``cameras`` (``both`` for a model that reads images or a task that keeps its steps for a dataset, else
-    ``none``) and ``privileged`` (True for a model that reads it). A value the task's own ``params`` set is kept."""
+    ``cameras`` (``both`` for a model that reads images, else ``none``), ``record_cameras`` (``both`` for a task
+    that keeps its steps for a dataset while its model reads no images: rendered beside the observation, so the
+    model sees, and the digest hashes, what it would unrecorded; an env without that parameter gets ``cameras``
+    instead) and ``privileged`` (True for a model that reads it). A value the task's own ``params`` set is kept."""
     reads = model_reads(model)
     kwargs: dict = {}
+    beside = record_steps and "images" not in reads and "record_cameras" in declared
     if "cameras" in declared and "cameras" not in params:
-        kwargs["cameras"] = "both" if "images" in reads or record_steps else "none"
+        kwargs["cameras"] = "both" if "images" in reads or (record_steps and not beside) else "none"
+    if beside and "record_cameras" not in params and kwargs.get("cameras", params.get("cameras")) != "both":
+        kwargs["record_cameras"] = "both"
     if "privileged" in declared and "privileged" not in params and "privileged" in reads:
         kwargs["privileged"] = True
     return kwargs

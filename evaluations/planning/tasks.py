@@ -12,6 +12,7 @@ from ..choices import ImageKind
 from ..domain import perturbations
 from ..domain.outcomes import SUCCESS_LABEL, criterion_problems
 from ..models import Organization
+from ..prebuilt.catalog import declared_bounds
 from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
 from .horizons import env_horizon, step_cap_warnings
 from .limits import evaluation_caps
@@ -62,6 +63,10 @@ def _param_problem(name: str, value, env: ResolvedImage, declared: dict, fixed: 
         return f"must be a {spec.get('type')}"
     if spec.get("choices") and value not in spec["choices"]:
         return f"must be one of {', '.join(map(str, spec['choices']))}"
+    low, high = declared_bounds(env.version).get(name, (None, None))
+    if low is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and not low <= value <= high:
+        return (f"must be from {low} to {high} ({env.reference}'s range for {name}: a larger value costs the "
+                "worker's memory on every step)")
     return None
 
 

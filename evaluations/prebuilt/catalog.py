@@ -14,6 +14,7 @@ from pathlib import Path
 
 import rlmesh
 
+from ..domain.outcomes import STEP_BOUND
 from .describing import describe_source  # noqa: F401 - services.catalog describes through the catalog
 from .envs import CLASSIC_CRITERIA, CLASSIC_REWARD_RANGES, CLASSIC_SCENARIOS
 from .libero import ENV_MEMORY_BYTES as LIBERO_ENV_BYTES
@@ -45,6 +46,13 @@ PACE_LABEL = "dev.rlmesh.platform.env-pace"
 TRAJECTORY_LABEL = "dev.rlmesh.platform.trajectory"
 #: The one value of ``TRAJECTORY_LABEL``.
 TIMING_DEPENDENT = "timing"
+#: Version label of an env: JSON ``{"<make parameter>": [low, high]}``, the inclusive range a task's ``params`` may
+#: give each numeric parameter (``planning.tasks`` refuses past it, naming the path and the range). Every size
+#: parameter of the catalog's envs has one: a frame's side costs its square in the worker's memory on every step.
+PARAM_BOUNDS_LABEL = "dev.rlmesh.platform.param-bounds"
+#: The largest side of a rendered frame or image observation the catalog's envs accept (pixels): 1024² RGB is 3 MiB
+#: a frame, 1.5 GiB over Meta-World's 500 steps, which the recording cap (RLMESH_RECORD_MAX_BYTES) already stops.
+MAX_FRAME_SIDE = 1024
 PACE_KEYS = ("startSeconds", "resetSeconds", "stepsPerSecond", "imageStepsPerSecond", "renderSeconds")
 
 #: What success means on the scenarios whose env reports its own flag: the flag (declared, so the preview knows).
@@ -72,6 +80,8 @@ class PrebuiltImage:
     pace: dict = field(default_factory=dict)
     #: For an env: ``TIMING_DEPENDENT`` when its trajectories depend on wall-clock timing (``TRAJECTORY_LABEL``).
     trajectory: str = ""
+    #: For an env: the inclusive range of each numeric make parameter a task may set (``PARAM_BOUNDS_LABEL``).
+    param_bounds: dict = field(default_factory=dict)
 
     @property
     def labels(self) -> dict:
@@ -86,6 +96,8 @@ class PrebuiltImage:
             labels[PACE_LABEL] = json.dumps(self.pace, sort_keys=True)
         if self.trajectory:
             labels[TRAJECTORY_LABEL] = self.trajectory
+        if self.param_bounds:
+            labels[PARAM_BOUNDS_LABEL] = json.dumps(self.param_bounds, sort_keys=True)
         return labels
 
     @property
@@ -126,6 +138,23 @@ def trajectory_comparable(version) -> bool:
     ``TRAJECTORY_LABEL: timing`` (its trajectories depend on wall-clock timing), True otherwise (no version: True)."""
     labels = (version.labels or {}) if version is not None else {}
     return str(labels.get(TRAJECTORY_LABEL, "")).strip().lower() != TIMING_DEPENDENT
+
+
+def declared_bounds(version) -> dict[str, tuple[float, float]]:
+    """The numeric make parameters' ranges an env version declares (``PARAM_BOUNDS_LABEL``): name → (low, high),
+    inclusive; {} when it declares none or the label is unreadable."""
+    try:
+        raw = json.loads((version.labels or {}).get(PARAM_BOUNDS_LABEL) or "{}")
+    except (TypeError, ValueError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    bounds = {}
+    for name, pair in raw.items():
+        if (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pair)):
+            bounds[str(name)] = (pair[0], pair[1])
+    return bounds
 
 
 def declared_pace(version) -> dict[str, float]:
@@ -233,6 +262,7 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         description="Gymnasium MuJoCo v5 locomotion: HalfCheetah, Hopper, Walker2d, Ant (1000 steps; physics "
         "randomization via the physics perturbation).",
         scenarios=_locomotion_scenarios(),
+        param_bounds={"render_size": [16, MAX_FRAME_SIDE]},
     ),
     PrebuiltImage(
         name="gymnasium-robotics",
@@ -240,6 +270,7 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         source="python://evaluations.prebuilt.robotics:GoalReaching",
         description="gymnasium-robotics goal reaching: Fetch arm reach, point-mass U-maze; success from the env's flag.",
         scenarios=_goal_scenarios(),
+        param_bounds={"render_size": [16, MAX_FRAME_SIDE]},
     ),
     PrebuiltImage(
         name="metaworld",
@@ -248,6 +279,7 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         description="Meta-World V3 manipulation (Sawyer arm): MT10, MT50 and ML10 train/test tasks, 500 steps, "
         "success from the env's flag; goals fixed by the episode seed. Runs in its own venv (mujoco 3.3.0).",
         scenarios=_metaworld_scenarios(),
+        param_bounds={"image_size": [0, MAX_FRAME_SIDE], "render_size": [16, MAX_FRAME_SIDE]},
     ),
     PrebuiltImage(
         name="metaworld-expert",
@@ -309,6 +341,7 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         scenarios=_miniwob_scenarios(),
         # the page's scripts and timers run in real time: the same actions at other moments can see another page
         trajectory=TIMING_DEPENDENT,
+        param_bounds={"max_steps": [0, STEP_BOUND], "page_timer_ms": [0, 3_600_000]},
     ),
     PrebuiltImage(
         name="shop",
@@ -319,6 +352,7 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         "runs (a free-text task_definition, judged by request verifiers or a judge endpoint).",
         scenarios=_shop_scenarios(),
         trajectory=TIMING_DEPENDENT,  # a web page in Chromium, as MiniWoB
+        param_bounds={"max_steps": [0, STEP_BOUND], "seed": [0, 2**31 - 1]},
     ),
     PrebuiltImage(
         name="agent-endpoint",

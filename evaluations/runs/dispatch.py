@@ -73,6 +73,7 @@ def send_webhook(evaluation_id: int, attempt: int = 1, *, countdown: float | Non
     transaction.on_commit(lambda: _send(DELIVER_WEBHOOK, evaluation_id, attempt, countdown=countdown), robust=True)
 
 
-def send_dataset_export(export_id: int) -> None:
-    """Send the ``build_dataset_export`` message for a dataset export once the current transaction commits."""
-    transaction.on_commit(lambda: _send(BUILD_DATASET_EXPORT, export_id), robust=True)
+def send_dataset_export(export_id: int, *, countdown: float | None = None) -> None:
+    """Send the ``build_dataset_export`` message for a dataset export once the current transaction commits
+    (``countdown`` seconds from then: an export waiting for a build slot)."""
+    transaction.on_commit(lambda: _send(BUILD_DATASET_EXPORT, export_id, countdown=countdown), robust=True)

@@ -22,7 +22,7 @@ from .lifecycle import fail_lost_shard, fail_stalled_evaluation, requeue_lost_sh
 from ..runtime.processes import pid_alive
 from .workers import live_identities
 
-__all__ = ["reap_shards", "resend_lost_messages", "stalled_evaluations"]
+__all__ = ["reap_shards", "resend_lost_messages", "stalled_evaluations", "worker_lost"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,12 +38,20 @@ def _pid_gone(identity: str) -> bool:
     return host == settings.RLMESH_HOSTNAME and pid.isdigit() and not pid_alive(int(pid))
 
 
+def worker_lost(identity: str, live: set[str]) -> str | None:
+    """Why the worker process ``host:pid`` counts as lost (its pid gone from this host, or no liveness record in
+    ``live``), or None while it is alive."""
+    if _pid_gone(identity):
+        return "exited (its process is gone from this host)"
+    if identity not in live:
+        return "stopped answering (no liveness record within the timeout)"
+    return None
+
+
 def _lost_reason(shard: Shard, live: set[str], stale_before) -> str | None:
     """Why a running shard's worker counts as lost, or None while it is fine."""
-    if _pid_gone(shard.claimed_by):
-        return "exited (its process is gone from this host)"
-    if shard.claimed_by not in live:
-        return "stopped answering (no liveness record within the timeout)"
+    if reason := worker_lost(shard.claimed_by, live):
+        return reason
     if shard.heartbeat_at is None or shard.heartbeat_at < stale_before:
         return "stopped updating the shard's heartbeat"
     return None

@@ -18,7 +18,8 @@ import numpy as np
 from django.core.files import File
 from django.core.files.storage import default_storage
 
-__all__ = ["FPS", "encode_mp4", "playback_fps", "frame_from", "keeps", "renders", "save_episode_video", "store_video"]
+__all__ = ["FPS", "RecordBudget", "encode_mp4", "frame_from", "keeps", "leaf_bytes", "playback_fps", "record_images",
+           "renders", "save_episode_video", "store_video"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,46 @@ def playback_fps(metadata) -> int:
     except (TypeError, ValueError, AttributeError):
         return FPS
     return fps if 1 <= fps <= 120 else FPS
+
+
+class RecordBudget:
+    """The memory one episode's recording may hold: its video frames and recorded steps together, in bytes (the
+    arrays' ``nbytes``), at most ``limit`` (``RLMESH_RECORD_MAX_BYTES``). Past it, or when the organization had no
+    storage left as the episode began, the recording stops: :attr:`stopped` says at which step and why, the frames
+    and steps kept so far are what the episode stores (a video up to there; no steps, since a dataset episode must be
+    whole), and the episode itself runs on and counts."""
+
+    def __init__(self, limit: int, *, storage_left: int | None = None):
+        self.limit = int(limit)
+        self.held = 0
+        #: ``{"atStep": n, "reason": "…"}`` once the recording stopped, else None.
+        self.stopped: dict | None = None
+        if storage_left is not None and storage_left <= 0:
+            self.stopped = {"atStep": 0, "reason": "the organization's storage quota was used up as the episode began "
+                            "(RLMESH_ORG_STORAGE_QUOTA_BYTES)"}
+
+    def take(self, nbytes: int, step: int) -> bool:
+        """Count ``nbytes`` more held at ``step`` (0: the reset); False (and :attr:`stopped` set) when they would pass
+        the limit or the recording had already stopped."""
+        if self.stopped is not None:
+            return False
+        if self.held + nbytes > self.limit:
+            self.stopped = {"atStep": step, "reason": f"the recording reached RLMESH_RECORD_MAX_BYTES "
+                            f"({self.limit / 2**20:.0f} MiB held in memory) at step {step}"}
+            return False
+        self.held += nbytes
+        return True
+
+
+def leaf_bytes(leaves: dict) -> int:
+    """Bytes the leaves of a flattened observation or action hold as arrays (text counts its UTF-8 length)."""
+    total = 0
+    for value in leaves.values():
+        if isinstance(value, str):
+            total += len(value.encode())
+        else:
+            total += int(getattr(value, "nbytes", 8))
+    return total
 
 
 def renders(mode: str, index: int) -> bool:
@@ -58,6 +99,22 @@ def frame_from(rendered, observation) -> np.ndarray | None:
         if frame is not None:
             return frame
     return None
+
+
+def record_images(rendered, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The images an env rendered for the record, by observation path: ``rendered`` a strip ``(H, len(keys) × W, C)``
+    uint8 of equally wide images side by side (rlmesh's ``render()`` carries one image) and ``keys`` their paths
+    (``metadata["record_keys"]``), first to last; {} when there are no keys or the render is not such a strip."""
+    if not keys or rendered is None:
+        return {}
+    try:
+        strip = np.asarray(rendered)
+    except (TypeError, ValueError):
+        return {}
+    if strip.dtype != np.uint8 or strip.ndim != 3 or strip.shape[1] % len(keys):
+        return {}
+    width = strip.shape[1] // len(keys)
+    return {key: np.ascontiguousarray(strip[:, i * width:(i + 1) * width]) for i, key in enumerate(keys)}
 
 
 def _image(value) -> np.ndarray | None:
@@ -118,11 +175,20 @@ def store_video(name: str, data: bytes) -> str:
 
 
 def save_episode_video(name: str, frames: list, render_ms: float, *, storage_left: int | None = None,
-                       fps: int = FPS) -> dict:
+                       fps: int = FPS, stopped: dict | None = None) -> dict:
     """Encode ``frames`` and store them under ``name``; return the Episode fields to record: ``video`` and
     ``video_meta`` (with ``renderMs``), or only ``video_meta`` with an ``error`` when there is nothing to encode,
     encoding failed, or the video is larger than ``storage_left`` bytes of the organization's quota (a lost video
-    never loses the episode)."""
+    never loses the episode). ``stopped`` (a :class:`RecordBudget`'s): the frames end where the recording stopped,
+    and ``video_meta`` says so (``stoppedAtStep``, ``note``)."""
+    if stopped is not None:
+        partial = {"stoppedAtStep": stopped["atStep"], "note": f"the video ends at step {stopped['atStep']}: "
+                   f"{stopped['reason']}"}
+        if not frames:
+            return {"video_meta": {**partial, "error": f"not recorded: {stopped['reason']}"}}
+        fields = save_episode_video(name, frames, render_ms, storage_left=storage_left, fps=fps)
+        fields["video_meta"].update(partial)
+        return fields
     if not frames:
         return {"video_meta": {"error": "the env rendered no frames and its observation holds no image"}}
     try:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import time
 
+from django.conf import settings
+
 from ..domain.outcomes import STEP_BOUND, env_success_flag
 from ..domain.perturbations import Perturber
 from ..domain.scoring import histogram_add
@@ -19,27 +21,47 @@ __all__ = ["run_session_episode"]
 
 
 class _Frames:
-    """Frames of one recorded episode: the env's ``render()``, else an image in the observation; time spent in ms."""
+    """What one episode renders for its record: video frames (the env's ``render()``, else an image in the
+    observation) and, for recorded steps, the images an env renders beside the observation (``render()`` a stack
+    ``(n, H, W, 3)`` whose paths ``metadata["record_keys"]`` names; LIBERO's ``record_cameras``). One render per step
+    serves both; time spent in ms. ``budget`` (shared with the recorded steps) bounds the frames held."""
 
-    def __init__(self, env_client, enabled: bool):
+    def __init__(self, env_client, enabled: bool, budget: recording.RecordBudget | None = None,
+                 record_keys: tuple[str, ...] = ()):
         self.env_client = env_client
         self.enabled = enabled
+        self.budget = budget
+        self.record_keys = tuple(record_keys)
         self.frames: list = []
         self.render_ms = 0.0
         self.fps = _fps(env_client) if enabled else recording.FPS
 
-    def grab(self, observation) -> None:
-        if not self.enabled:
-            return
+    def grab(self, observation, step: int = 0) -> dict:
+        """Render for ``step`` (0: the reset) unless the recording's budget has stopped: keep its video frame, and
+        return the record-only images by observation path (``{"pixels.image": …}``; {} when there are none)."""
+        if not (self.enabled or self.record_keys) or (self.budget is not None and self.budget.stopped is not None):
+            return {}
         r0 = time.perf_counter()
         try:
             rendered = self.env_client.render()
         except Exception:  # noqa: BLE001 - an env that cannot render falls back to image observations
             rendered = None
         self.render_ms += (time.perf_counter() - r0) * 1000
-        frame = recording.frame_from(rendered, observation)
-        if frame is not None:
-            self.frames.append(frame)
+        images = recording.record_images(rendered, self.record_keys)
+        if self.enabled:  # the first image rendered for the record is the video's
+            frame = recording.frame_from(next(iter(images.values())) if images else rendered, observation)
+            if frame is not None and (self.budget is None or self.budget.take(frame.nbytes, step)):
+                self.frames.append(frame)
+        return images
+
+
+def _record_keys(env_client) -> tuple[str, ...]:
+    """The observation paths of the images the env renders for the record (``metadata["record_keys"]``), or ()."""
+    try:
+        keys = env_client.metadata.get("record_keys") or ()
+    except Exception:  # noqa: BLE001 - an env whose metadata cannot be read renders nothing for the record
+        return ()
+    return tuple(str(k) for k in keys) if isinstance(keys, (list, tuple)) else ()
 
 
 def _fps(env_client) -> int:
@@ -98,8 +120,7 @@ def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, dig
     executed (nor digested): the episode ends truncated there (``hook.on_deadline`` records the call)."""
     steps_kept = steps_kept or StepRecorder(False)
     obs, info = session.reset(seed=seed)
-    frames.grab(obs)
-    steps_kept.reset(obs)
+    steps_kept.reset(obs, frames.grab(obs))
     if hook is not None:
         hook.on_reset(obs, info, seed=seed)
     action = None
@@ -126,8 +147,7 @@ def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, dig
         total += float(reward)
         capped = steps >= (max_steps or STEP_BOUND) and not (terminated or truncated)  # rlmesh's step cap
         digest.step(prev_obs, sent, reward, terminated, truncated or capped)
-        frames.grab(obs)
-        steps_kept.step(sent, obs, reward, terminated, truncated, info)
+        steps_kept.step(sent, obs, reward, terminated, truncated, info, frames.grab(obs, steps))
         if hook is not None:
             hook.on_step(steps, action, obs, reward, terminated, truncated, info, predict_ms=predict_ms,
                          step_ms=step_ms)
@@ -138,6 +158,27 @@ def _loop(session, perturber: Perturber, frames: _Frames, timings: _Timings, dig
             return steps, total, terminated, True, info
 
 
+def _store_recording(runner, index: int, success: bool | None, frames: _Frames | None, steps_kept: StepRecorder) -> dict:
+    """Store what the episode recorded (its video, its steps) as its task keeps them; the Episode fields. Both are
+    counted against one figure of the quota left, so together they never pass it."""
+    workload, public_id = runner.workload, runner.evaluation.public_id
+    fields: dict = {}
+    wants_video = frames is not None and recording.keeps(workload.record, success)
+    wants_steps = recording.renders(workload.record_steps, index) and recording.keeps(workload.record_steps, success)
+    if not (wants_video or wants_steps):
+        return fields
+    left = runner.evaluation.organization.storage_left()
+    if wants_video:
+        name = f"episodes/{public_id}/w{workload.index:03d}-e{index:05d}.mp4"
+        fields.update(recording.save_episode_video(name, frames.frames, frames.render_ms, storage_left=left,
+                                                   fps=frames.fps, stopped=frames.budget.stopped if frames.budget else None))
+        left -= int(fields["video_meta"].get("bytes") or 0) if fields.get("video") else 0
+    if wants_steps:
+        name = f"steps/{public_id}/w{workload.index:03d}-e{index:05d}.npz"
+        fields.update(steps_kept.save(name, storage_left=left))
+    return fields
+
+
 def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: float, hook=None) -> EpisodeOutcome:
     """Run episode ``index`` with seed ``seed`` of a :class:`~evaluations.runs.runner.ShardRunner`'s workload as a
     session loop; return its outcome (an ``error`` outcome with ``restart`` set when the env or model failed).
@@ -146,14 +187,19 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
 
     workload = runner.workload
     render = recording.renders(workload.record, index)
-    steps_kept = StepRecorder(recording.renders(workload.record_steps, index))
+    keep_steps = recording.renders(workload.record_steps, index)
+    # One budget for the episode's frames and steps, and the quota left as it begins (nothing is rendered for the
+    # record when none is left).
+    left = runner.evaluation.organization.storage_left() if render or keep_steps else None
+    budget = recording.RecordBudget(settings.RLMESH_RECORD_MAX_BYTES, storage_left=left)
+    steps_kept = StepRecorder(keep_steps, budget)
     timings = _Timings()
     digest = TrajectoryDigest()
     t0 = time.monotonic()
     env_client = None
     try:
         env_client, model = runner.clients(seed, numpy_env=True)
-        frames = _Frames(env_client, render)
+        frames = _Frames(env_client, render, budget, _record_keys(env_client) if steps_kept.enabled else ())
         steps_kept.fps = _fps(env_client) if steps_kept.enabled else None
         perturber = Perturber(runner.perturbation, seed, env_client.action_space)
         with rlmesh.session(model, env_client) as session:
@@ -173,14 +219,7 @@ def run_session_episode(runner, index: int, seed: int, base: dict, *, wall_cap: 
         workload=workload, wall_s=time.monotonic() - t0, wall_cap=wall_cap, digest=digest.hexdigest(),
         **timings.fields(),
     )
-    if render and recording.keeps(workload.record, fields["success"]):
-        name = f"episodes/{runner.evaluation.public_id}/w{workload.index:03d}-e{index:05d}.mp4"
-        left = runner.evaluation.organization.storage_left()
-        fields.update(recording.save_episode_video(name, frames.frames, frames.render_ms, storage_left=left,
-                                                   fps=frames.fps))
-    if steps_kept.enabled and recording.keeps(workload.record_steps, fields["success"]):
-        name = f"steps/{runner.evaluation.public_id}/w{workload.index:03d}-e{index:05d}.npz"
-        fields.update(steps_kept.save(name, storage_left=runner.evaluation.organization.storage_left()))
+    fields.update(_store_recording(runner, index, fields["success"], frames if render else None, steps_kept))
     if hook is not None:
         fields = hook.finish(fields)
     return EpisodeOutcome(fields)

@@ -29,6 +29,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
 from ..domain.outcomes import env_success_flag
+from .recording import RecordBudget, leaf_bytes
 
 __all__ = ["OBS_PREFIX", "StepRecorder", "flatten", "load_steps"]
 
@@ -78,10 +79,13 @@ def _stack(rows: list[dict[str, object]], prefix: str) -> tuple[dict[str, np.nda
 
 
 class StepRecorder:
-    """Collects one episode's steps (see the module docstring); does nothing unless ``enabled``."""
+    """Collects one episode's steps (see the module docstring); does nothing unless ``enabled``. ``budget`` (a
+    :class:`~evaluations.runs.recording.RecordBudget` shared with the episode's video frames) bounds what it holds:
+    once the budget stops, the steps kept so far are dropped at once and :meth:`save` stores none, saying why."""
 
-    def __init__(self, enabled: bool):
+    def __init__(self, enabled: bool, budget: RecordBudget | None = None):
         self.enabled = enabled
+        self.budget = budget
         #: The env's control rate (frames per second of a dataset made of these steps), set by the session loop.
         self.fps: int | None = None
         self.observations: list[dict[str, object]] = []
@@ -91,15 +95,37 @@ class StepRecorder:
         self.truncated: list[bool] = []
         self.success: list[int] = []
 
-    def reset(self, observation) -> None:
-        if self.enabled:
-            self.observations.append(flatten(observation))
+    def _fits(self, *leaves: dict) -> bool:
+        """Whether the budget takes these leaves; when it does not, every step kept so far is dropped."""
+        if self.budget is None or self.budget.take(sum(leaf_bytes(x) for x in leaves), len(self.rewards)):
+            return True
+        self.enabled = False
+        self.observations, self.actions, self.rewards = [], [], []
+        self.terminated, self.truncated, self.success = [], [], []
+        return False
 
-    def step(self, action, observation, reward, terminated, truncated, info) -> None:
+    @property
+    def stopped(self) -> dict | None:
+        """Where and why the budget stopped the recording (``RecordBudget.stopped``), or None."""
+        return self.budget.stopped if self.budget is not None else None
+
+    def reset(self, observation, images: dict | None = None) -> None:
+        """Keep the reset's observation, with ``images`` rendered for the record beside it (by observation path)."""
+        if self.enabled:
+            leaves = {**flatten(observation), **(images or {})}
+            if self._fits(leaves):
+                self.observations.append(leaves)
+
+    def step(self, action, observation, reward, terminated, truncated, info, images: dict | None = None) -> None:
+        """Keep a step: the action sent, the observation it led to (with ``images`` rendered beside it), its reward,
+        end flags and the env's success flag."""
         if not self.enabled:
             return
-        self.actions.append(flatten(action))
-        self.observations.append(flatten(observation))
+        sent, leaves = flatten(action), {**flatten(observation), **(images or {})}
+        if not self._fits(sent, leaves):
+            return
+        self.actions.append(sent)
+        self.observations.append(leaves)
         self.rewards.append(float(reward))
         self.terminated.append(bool(terminated))
         self.truncated.append(bool(truncated))
@@ -126,7 +152,11 @@ class StepRecorder:
         """Write the steps as a compressed ``.npz`` under ``name`` in the default storage; return the Episode fields
         to record: ``steps_file`` and ``steps_meta`` (``bytes``, ``steps``, ``fps``, ``keys``, ``skipped``, ``writeMs``), or
         only ``steps_meta`` with an ``error`` when writing failed or the file is larger than ``storage_left`` bytes
-        of the organization's quota (lost steps never lose the episode)."""
+        of the organization's quota, or the recording stopped (:attr:`stopped`: ``stoppedAtStep`` too; lost steps
+        never lose the episode)."""
+        if self.stopped is not None:
+            return {"steps_meta": {"error": f"not recorded: {self.stopped['reason']}",
+                                   "stoppedAtStep": self.stopped["atStep"]}}
         started = time.perf_counter()
         try:
             arrays, skipped = self.arrays()

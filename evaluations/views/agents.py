@@ -9,11 +9,12 @@ import re
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from .. import webhooks
+from ..media import file_response
 from ..reports.agents import agent_summary, agent_usage, episode_verdict, evaluation_results, rollout_id
 from ..choices import ADMIN_ROLES
 from ..models import Evaluation
@@ -96,7 +97,7 @@ def transcript_screenshot(request: HttpRequest, public_id: str, episode_id: int,
         raise Http404("no such screenshot")
     path = f"{episode.transcript.name.removesuffix('.json')}/{name}"
     try:
-        return FileResponse(default_storage.open(path, "rb"), content_type="image/png")
+        return file_response(request, default_storage.open(path, "rb"), content_type="image/png")
     except FileNotFoundError:
         raise Http404("no such screenshot") from None
 

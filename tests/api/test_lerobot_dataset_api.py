@@ -127,15 +127,18 @@ def test_an_export_loads_in_lerobot_with_a_frame_per_step_and_the_actions_sent(t
     assert [loaded["items"][i]["done"] for i in ("0", "13")] == [False, False]
 
 
-def test_record_steps_turns_libero_cameras_on_for_a_model_that_reads_none(tenant_a):
-    def cameras(**task) -> str:
-        body = {"models": ["prebuilt/libero-expert"],
+def test_record_steps_renders_libero_cameras_beside_the_observation_for_a_model_that_reads_none(tenant_a):
+    def cameras(model="prebuilt/libero-expert", **task) -> tuple[str, str | None]:
+        body = {"models": [model],
                 "tasks": [{"env": "prebuilt/libero", "taskId": "libero_object/0", "episodes": 1, **task}]}
-        return create(tenant_a, body).workloads.get().env_kwargs.get("cameras")
+        kwargs = create(tenant_a, body).workloads.get().env_kwargs
+        return kwargs.get("cameras"), kwargs.get("record_cameras")
 
-    assert cameras() == "none"  # the expert reads privileged state only
-    assert cameras(recordSteps="all") == "both"  # a dataset needs the images
-    assert cameras(recordSteps="all", params={"cameras": "agentview"}) == "agentview"  # the task's own choice wins
+    assert cameras() == ("none", None)  # the expert reads privileged state only
+    # a dataset needs the images: rendered for the record, beside what the model sees (the same episode, digest)
+    assert cameras(recordSteps="all") == ("none", "both")
+    assert cameras(recordSteps="all", params={"cameras": "agentview"}) == ("agentview", "both")  # the task's choice
+    assert cameras(recordSteps="all", params={"cameras": "both"}) == ("both", None)  # already in the observation
 
 
 def test_a_new_ready_export_deletes_the_older_zip_of_its_images_and_gives_its_bytes_back(tenant_a, media):

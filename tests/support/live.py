@@ -76,7 +76,7 @@ class LivePlatform:
         self.collectstatic()
         log = open(self.var / "web.log", "ab")
         self.procs["web"] = subprocess.Popen(
-            [str(BIN / "gunicorn"), "-c", "python:rlmesh_site.gunicorn_conf", "rlmesh_site.wsgi"],
+            [str(BIN / "gunicorn"), "-c", "python:rlmesh_site.gunicorn_conf", "rlmesh_site.asgi"],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         deadline = time.monotonic() + 60

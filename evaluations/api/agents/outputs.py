@@ -8,11 +8,12 @@ import tempfile
 import zipfile
 
 from django.core.files.storage import default_storage
-from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 
 from ...reports.agents import rollout_id, status_document
+from ...media import file_response
+from ..base import DownloadNegotiation, file_answer
 from .base import AgentView
 from ..serializers import errors
 
@@ -33,12 +34,13 @@ def write_bundle(evaluation, fh) -> None:
 
 
 class RunOutputView(AgentView):
-    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY, **errors(401, 404)},
+    content_negotiation_class = DownloadNegotiation  # the zip whatever Accept asks for, never a 406
+    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY, **errors(401, 404, 429)},
                    summary="A run's results and transcripts as a zip", operation_id="agents_run_output")
     def get(self, request, run_id: str):
         evaluation = self.get_run(run_id)
         fh = tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024)
         write_bundle(evaluation, fh)
         fh.seek(0)
-        return FileResponse(fh, as_attachment=True, filename=f"run-{evaluation.run_id}.zip",
-                            content_type="application/zip")
+        return file_answer(file_response(request, fh, as_attachment=True, filename=f"run-{evaluation.run_id}.zip",
+                                         content_type="application/zip"), "bundle")

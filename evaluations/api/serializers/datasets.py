@@ -29,6 +29,8 @@ class DatasetExportSerializer(serializers.Serializer):
                                      help_text="queued → running → ready | failed (poll until ready, then download)")
     images = serializers.ChoiceField(IMAGE_MODES)
     error = serializers.CharField(allow_null=True, help_text="why it failed")
+    waiting = serializers.CharField(allow_null=True, help_text="what a queued export waits for (a build slot: the "
+                                    "site builds RLMESH_DATASET_EXPORTS_RUNNING at once)")
     episodes = serializers.IntegerField(allow_null=True, help_text="episodes in the dataset (when ready)")
     frames = serializers.IntegerField(allow_null=True, help_text="frames in the dataset: the sum of the episodes' steps")
     bytes = serializers.IntegerField(allow_null=True, help_text="size of the zip")

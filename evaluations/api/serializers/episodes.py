@@ -24,6 +24,24 @@ class EpisodeVideoSerializer(serializers.Serializer):
     renderMs = serializers.FloatField(required=False)  # noqa: N815
 
 
+class RecordedPartSerializer(serializers.Serializer):
+    stored = serializers.BooleanField(help_text="whether it is in storage")
+    error = serializers.CharField(allow_null=True, required=False, help_text="why it is not (whole): the quota, "
+                                  "RLMESH_RECORD_MAX_BYTES, a failed write")
+    stoppedAtStep = serializers.IntegerField(  # noqa: N815
+        allow_null=True, required=False, help_text="the step where the recording stopped (the episode ran on)")
+    note = serializers.CharField(allow_null=True, required=False)
+    bytes = serializers.IntegerField(allow_null=True, required=False)
+    steps = serializers.IntegerField(allow_null=True, required=False)
+
+
+class EpisodeRecordingSerializer(serializers.Serializer):
+    """What the episode's recording kept; null parts were not asked for by its task."""
+
+    video = RecordedPartSerializer(allow_null=True)
+    steps = RecordedPartSerializer(allow_null=True, help_text="the recorded steps (recordSteps) a dataset export reads")
+
+
 class EpisodeSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     workload = serializers.IntegerField(help_text="the workload's index in the evaluation")
@@ -43,6 +61,8 @@ class EpisodeSerializer(serializers.Serializer):
     error = serializers.CharField(allow_null=True)
     perturbation = serializers.DictField(allow_null=True, help_text="the perturbation applied to this episode, if any")
     video = EpisodeVideoSerializer(allow_null=True)
+    recording = EpisodeRecordingSerializer(allow_null=True, help_text="what its recording kept, and why not all of "
+                                           "it; null when its task recorded nothing")
     wallMs = serializers.FloatField(allow_null=True)  # noqa: N815
     predictMs = serializers.FloatField(allow_null=True, help_text="mean per-step model predict latency")  # noqa: N815
     stepMs = serializers.FloatField(allow_null=True, help_text="mean per-step env step latency")  # noqa: N815

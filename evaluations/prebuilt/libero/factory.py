@@ -304,7 +304,10 @@ class Libero(rlmesh.EnvFactory):
       (``evaluations.prebuilt.libero.privileged``).
 
     ``render()`` returns the agentview frame, oriented as ``image``, rendered on demand when the observation has no
-    agentview image: an episode that records a video pays for one camera only on the episodes it records.
+    agentview image: an episode that records a video pays for one camera only on the episodes it records. With
+    ``record_cameras`` it returns those cameras side by side (``(256, n × 256, 3)``, agentview first) and the env's
+    ``metadata["record_keys"]`` names them (``pixels.image``, ``pixels.image2``): recorded steps take their images
+    from there, so recording never changes what the model sees nor the episode's digest.
 
     Actions: 7 floats in [-1, 1] (delta end-effector position and rotation, gripper: −1 open, +1 close). ``info``
     carries ``success`` (the BDDL goal, ``check_success()``), ``init_state`` and ``settle_steps``. Episodes
@@ -320,6 +323,10 @@ class Libero(rlmesh.EnvFactory):
         rlmesh.Param("cameras", str, choices=tuple(CAMERAS),
                      description="Cameras rendered into the observation: none, agentview (image) or both "
                      "(image, image2). Set by the planner from what the model reads", group="observation"),
+        rlmesh.Param("record_cameras", str, choices=tuple(CAMERAS),
+                     description="Cameras rendered for the record only, beside the observation (render() returns "
+                     "them side by side; the model never sees them). Set by the planner for recordSteps when the model "
+                     "reads no images", group="observation"),
         rlmesh.Param("privileged", bool, description="Add the simulator's privileged state as 'privileged' "
                      "(for the scripted expert)", group="observation"),
         rlmesh.Param("perturbation", str, choices=PERTURBATION_CHOICES,
@@ -344,18 +351,19 @@ class Libero(rlmesh.EnvFactory):
         privileged: bool = False,
         perturbation: str = "none",
         hard_reset: bool | None = None,
+        record_cameras: str = "none",
     ):
         if suite not in SUITES:
             raise ValueError(f"unknown LIBERO suite {suite!r} (choices: {', '.join(SUITES)})")
         if not 0 <= int(task_index) < len(SUITES[suite]):
             raise ValueError(f"{suite} has {len(SUITES[suite])} tasks, indexes 0-{len(SUITES[suite]) - 1}")
-        if cameras not in CAMERAS:
-            raise ValueError(f"cameras must be one of {', '.join(CAMERAS)}")
+        if cameras not in CAMERAS or record_cameras not in CAMERAS:
+            raise ValueError(f"cameras and record_cameras must be one of {', '.join(CAMERAS)}")
         folder = perturbed_folder(suite, perturbation)
         from .adopt import adopt
 
         adopted = adopt({"suite": suite, "task_index": int(task_index), "cameras": cameras, "privileged": privileged,
-                         "perturbation": perturbation, "hard_reset": hard_reset})
+                         "perturbation": perturbation, "hard_reset": hard_reset, "record_cameras": record_cameras})
         if adopted is not None:  # forked from the zygote that built this env (libero_zygote)
             return adopted
         private_config_dir()
@@ -370,7 +378,8 @@ class Libero(rlmesh.EnvFactory):
         env_hard = os.environ.get(HARD_RESET_ENV, "0").strip().lower() in ("1", "true", "yes")
         hard = env_hard if hard_reset is None else bool(hard_reset)
         return LiberoTaskEnv(suite, int(task_index), max_steps=MAX_STEPS[suite], folder=folder,
-                             cameras=CAMERAS[cameras], privileged=bool(privileged), hard_reset=hard)
+                             cameras=CAMERAS[cameras], privileged=bool(privileged), hard_reset=hard,
+                             record_cameras=CAMERAS[record_cameras])
 
     @classmethod
     def enumerate_variants(cls):
