@@ -191,7 +191,7 @@ def sweep(
     Init states go in chunks of ``chunk`` over every task before the next chunk, so a sweep stopped early
     still covers every task.
     """
-    from evaluations.prebuilt.libero.expert import LiberoExpert
+    from evaluations.prebuilt.libero.expert.model import LiberoExpert
 
     model = LiberoExpert()
     skip = _done(out) if resume else set()

@@ -8,7 +8,7 @@ transfers sent from the event loop) and the one deployed before (gunicorn ``gthr
 each). A request that takes longer than 6 s counts as timed out (the issue's figure).
 
 Usage: ``.venv/bin/python bench/bench_slow_readers.py [rounds]``; prints a table and writes it to
-``bench/results/slow_readers.txt``.
+``bench/results/slow_readers_<date>.txt``.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def main(rounds: int = 10) -> None:
                 time.sleep(2)
             text = "\n".join(lines)
             print(text)
-            (ROOT / "bench" / "results" / "slow_readers.txt").write_text(text + "\n")
+            (ROOT / "bench" / "results" / f"slow_readers_{time.strftime('%Y-%m-%d')}.txt").write_text(text + "\n")
         finally:
             if old is not None:
                 os.killpg(old.pid, 9)

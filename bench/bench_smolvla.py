@@ -63,7 +63,7 @@ def main(argv: list[str]) -> None:
     import numpy as np
     import torch
 
-    from evaluations.prebuilt.libero.smolvla import SmolVLALibero
+    from evaluations.prebuilt.lerobot.smolvla import SmolVLALibero
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-smolvla-"))
     if argv[1] == "tiny":

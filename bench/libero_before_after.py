@@ -50,7 +50,7 @@ print(json.dumps({"reset_s": statistics.median(times)}))
 EPISODE = """
 import json, sys
 import numpy as np, rlmesh
-from evaluations.prebuilt.libero.expert import LiberoExpert
+from evaluations.prebuilt.libero.expert.model import LiberoExpert
 env, policy = rlmesh.numpy.RemoteEnv(sys.argv[1]), LiberoExpert().predict
 obs, _ = env.reset(seed=int(sys.argv[2]))
 steps, done = 0, False

@@ -1,5 +1,5 @@
 """``prebuilt/libero`` against LeRobot 0.4.4's own LIBERO env, step by step (issue #27), in the LIBERO venv with
-lerobot appended to the path (:mod:`evaluations.prebuilt.libero.parity` says why and how)::
+lerobot appended to the path (:mod:`tests.support.libero_parity` says why and how)::
 
     MUJOCO_GL=egl HOME=/tmp/libero-home PYTHONPATH=$PWD .venv-libero/bin/python bench/libero_parity.py \\
         --suites libero_object --init-states 0-2 --random-steps 30 --out parity.jsonl
@@ -36,8 +36,8 @@ def run(args) -> None:
     from evaluations.prebuilt.libero import private_config_dir
 
     private_config_dir()
-    from evaluations.prebuilt.libero.expert import LiberoExpert
-    from evaluations.prebuilt.libero.parity import (
+    from evaluations.prebuilt.libero.expert.model import LiberoExpert
+    from tests.support.libero_parity import (
         LeRobotLibero, compare_episode, import_lerobot, make_ours, random_actions)
 
     import_lerobot()

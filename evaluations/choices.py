@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from .domain import outcomes
+
 
 class Role(models.TextChoices):
     OWNER = "owner"
@@ -80,22 +82,12 @@ class EpisodeStatus(models.TextChoices):
     ERROR = "error"
 
 
-class StopCondition(models.TextChoices):
-    TERMINATED = "terminated", "env reached a terminal state"
-    TIME_LIMIT = "time_limit", "env's own time limit (truncated)"
-    MAX_STEPS = "max_steps", "the task's maxSteps cap"
-    WALL_TIME = "wall_time", "the episode wall-time cap"
-    STEP_BOUND = "step_bound", "rlmesh's built-in 100,000-step bound"
-    ERROR = "error", "the episode failed"
-
-
-class SuccessSource(models.TextChoices):
-    ENV = "env", "the env's own info flag (is_success / success)"
-    CRITERION = "criterion", "a declared success criterion (the request's, else the env's for the scenario)"
-    #: Nothing defines success for the episode: no env flag, no criterion. Its return still counts.
-    UNDEFINED = "undefined", "success undefined (no env flag, no criterion)"
-    #: Legacy: episodes recorded before success could be undefined fell back to ``terminated``.
-    TERMINATED = "terminated", "terminated (legacy guess; no longer made)"
+#: Why an episode ended, and where its success verdict came from: the domain's vocabulary
+#: (:mod:`evaluations.domain.outcomes`, which runs without Django) as Django choices, with their labels.
+StopCondition = models.TextChoices("StopCondition", [(m.name, (m.value, outcomes.STOP_LABELS[m]))
+                                                     for m in outcomes.StopCondition])
+SuccessSource = models.TextChoices("SuccessSource", [(m.name, (m.value, outcomes.SUCCESS_SOURCE_LABELS[m]))
+                                                     for m in outcomes.SuccessSource])
 
 
 class LogLevel(models.TextChoices):

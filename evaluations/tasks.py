@@ -1,6 +1,6 @@
 """Celery tasks: thin, named, idempotent, taking ids; each declares its queue.
 
-Messages are sent only by :mod:`evaluations.runs.dispatch`, which finds these tasks by name. Workers consume
+Messages are sent only by :mod:`evaluations.dispatch`, which finds these tasks by name. Workers consume
 ``-Q shards,maintenance``.
 """
 
@@ -13,7 +13,7 @@ import signal
 from celery import shared_task
 from celery.signals import beat_embedded_init, worker_process_init, worker_ready
 
-from .runs import dispatch
+from . import dispatch
 
 #: Long-running episode loops.
 SHARDS_QUEUE = "shards"
@@ -53,7 +53,7 @@ def probe_image(version_id: int) -> None:
 @shared_task(name=dispatch.DELIVER_WEBHOOK, queue=MAINTENANCE_QUEUE, ignore_result=True, acks_late=True)
 def deliver_webhook(evaluation_id: int, attempt: int = 1) -> None:
     """POST an ended evaluation's signed status document to its webhook (see webhooks.deliver); retries are sent
-    by the delivery itself, with backoff, through runs.dispatch."""
+    by the delivery itself, with backoff, through evaluations.dispatch."""
     from .webhooks import deliver
 
     deliver(evaluation_id, attempt)

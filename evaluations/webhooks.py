@@ -28,7 +28,7 @@ from . import outbound
 from .reports.agents import status_document
 from .agents.validation import validate_endpoint_url
 from .models import Evaluation, Organization, WebhookDelivery
-from .runs import dispatch
+from . import dispatch
 
 __all__ = ["deliver", "new_secret", "rotate_secret", "sign", "webhook_secret"]
 

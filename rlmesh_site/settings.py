@@ -70,8 +70,7 @@ INSTALLED_APPS = [
 
 #: Behind one TLS-terminating proxy that sets X-Forwarded-Proto and appends to X-Forwarded-For (deploy/Caddyfile).
 BEHIND_PROXY = env_bool("RLMESH_BEHIND_PROXY", False)
-#: The web server runs Django under ASGI (``rlmesh_site/asgi.py`` sets it): a thread per request, so connections are
-#: not kept per thread; PostgreSQL's come from a pool instead (``RLMESH_DB_POOL_MAX`` per web process).
+#: The web server runs Django under ASGI (``rlmesh_site/asgi.py`` sets it): connections pooled, not kept per thread.
 RLMESH_ASGI = env_bool("RLMESH_ASGI", False)
 MIDDLEWARE = [
     # First, under ASGI (the web server as deployed): file responses are sent from the event loop, holding no request
@@ -120,9 +119,8 @@ TEMPLATES = [
 ]
 
 # ------------------------------------------------------------------- database
-#: Seconds a database connection is kept for the thread's next request (``RLMESH_DB_CONN_MAX_AGE``; 0: one per
-#: request): opening one costs more than most API reads; each is health-checked before reuse. Workers and
-#: management commands; the web server (ASGI) pools instead.
+#: Seconds a worker thread keeps its database connection (``RLMESH_DB_CONN_MAX_AGE``; 0: one per task), health-checked
+#: before reuse; the web server (ASGI) pools them instead.
 RLMESH_DB_CONN_MAX_AGE = 0 if RLMESH_ASGI else env_int("RLMESH_DB_CONN_MAX_AGE", 60)
 #: Connections one web process's pool holds at most (PostgreSQL under ASGI); a request waits up to 30 s for one.
 RLMESH_DB_POOL_MAX = env_int("RLMESH_DB_POOL_MAX", 16)
@@ -132,9 +130,11 @@ DATABASES = {
         conn_max_age=RLMESH_DB_CONN_MAX_AGE, conn_health_checks=not RLMESH_ASGI,
     )
 }
-if RLMESH_ASGI and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": RLMESH_DB_POOL_MAX,
-                                                               "timeout": 30}
+if RLMESH_ASGI and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # checked as it leaves the pool:
+    from psycopg_pool import ConnectionPool  # a PostgreSQL restart leaves the pool's connections dead
+
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1, "max_size": RLMESH_DB_POOL_MAX, "timeout": 30, "check": ConnectionPool.check_connection}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server read while a worker writes; IMMEDIATE transactions take the write
     # lock up front so concurrent writers wait (timeout) instead of failing with "database is locked".
@@ -288,12 +288,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 #: The database broker polls its table this often (seconds; kombu's default is 1 s): submit → first step stays ≤ 1 s.
 CELERY_BROKER_POLLING_INTERVAL = env_float("CELERY_BROKER_POLLING_INTERVAL", 0.1)
 if CELERY_BROKER_URL.startswith("sqla+"):
-    # evaluations.broker.DatabaseTransport is kombu's SQLAlchemy transport with that polling interval.
+    # rlmesh_site.broker.DatabaseTransport is kombu's SQLAlchemy transport with that polling interval.
     CELERY_BROKER_URL = CELERY_BROKER_URL.removeprefix("sqla+")
-    CELERY_BROKER_TRANSPORT = "evaluations.broker:DatabaseTransport"
+    CELERY_BROKER_TRANSPORT = "rlmesh_site.broker:DatabaseTransport"
 elif CELERY_BROKER_URL.startswith("redis://"):
-    # evaluations.broker.RedisTransport: kombu's, with workers that survive a Redis restart.
-    CELERY_BROKER_TRANSPORT = "evaluations.broker:RedisTransport"
+    # rlmesh_site.broker.RedisTransport: kombu's, with workers that survive a Redis restart.
+    CELERY_BROKER_TRANSPORT = "rlmesh_site.broker:RedisTransport"
 # Each task declares its queue (evaluations/tasks.py); workers consume them with -Q shards,maintenance.
 #: Shards one worker host runs at once: twice its cores by default — a shard's loop mostly waits on its env and model
 #: servers (measured: workers 4 = 3.5x workers 1 on 2 cores with 4, 1.7x with 2).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create the LeRobot venv (.venv-lerobot) that serves prebuilt/smolvla/libero (evaluations/prebuilt/libero/smolvla.py).
+# Create the LeRobot venv (.venv-lerobot) that serves prebuilt/smolvla/libero (evaluations/prebuilt/lerobot/smolvla.py).
 #
 # It is separate from the main .venv and from .venv-libero: lerobot 0.4.4 (the newest for Python 3.11) pins
 # torch<2.11 and its own transformers, and the model runs as its own rlmesh process anyway (spec/LIBERO.md).

@@ -20,6 +20,15 @@ if settings.RLMESH_DESCRIBE_CACHE_DIR:
 
 
 @pytest.fixture(autouse=True)
+def _shard_loop_heartbeat_slowed(monkeypatch):
+    """Shards run inline in tests: their heartbeat thread beats once an hour, not every 10 s, so none outlives the test
+    (and its database) that started it."""
+    from evaluations.runs import loop
+
+    monkeypatch.setattr(loop, "HEARTBEAT_SECONDS", 3600)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_rate_limits():
     """Rate-limit counters live in the cache: every test starts with none spent."""
     from django.core.cache import cache

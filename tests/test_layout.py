@@ -1,5 +1,7 @@
-"""The code layout rules the project keeps (DESIGN §11): short functions, short modules, no import cycles, and
-one module that sends Celery messages. Read from the source with ``ast``; nothing is imported."""
+"""The code layout rules the project keeps (DESIGN §11, docs/working/architecture.md): short functions, short
+modules, no import cycles, one module that sends Celery messages, no private name used across modules, and the
+packages that run outside Django free of it. Read from the source with ``ast``; only the last rule imports, in
+fresh interpreters."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ SOURCES = sorted(
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 450
 #: The one module that calls ``.delay``/``.apply_async`` (and ``delay_on_commit``).
-DISPATCH_MODULE = "evaluations/runs/dispatch.py"
+DISPATCH_MODULE = "evaluations/dispatch.py"
 
 
 def _module_name(path: Path) -> str:
@@ -263,3 +265,96 @@ def loose_benchmark_modules() -> list[str]:
 
 def test_each_benchmark_has_a_folder_of_its_own():
     assert loose_benchmark_modules() == []
+
+
+def private_names_across_modules(files: list[Path] | None = None) -> list[str]:
+    """``path:line module._name`` for every private name (one leading underscore) of one of our modules used from
+    another: ``from our.module import _name``, or ``alias._name`` where ``alias`` is one of our modules imported.
+    A private name is its module's own; a name another module needs is public."""
+    ours = {"evaluations", "rlmesh_site"}
+    out = []
+    for path in files or SOURCES:
+        name = _module_name(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text())
+        modules: set[str] = set()  # local names bound to our modules
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+                if base.split(".")[0] not in ours:
+                    continue
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        out.append(f"{path.relative_to(ROOT)}:{node.lineno} {base}.{alias.name}")
+                    elif _exists(f"{base}.{alias.name}"):
+                        modules.add(alias.asname or alias.name)
+            elif isinstance(node, ast.Import):
+                modules |= {a.asname for a in node.names if a.asname and a.name.split(".")[0] in ours}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                out.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value.id}.{node.attr}")
+    return out
+
+
+def test_no_private_name_crosses_a_module():
+    assert private_names_across_modules() == []
+
+
+def test_the_experts_tests_use_public_names_only():
+    """The LIBERO expert's tests import what they test: its modules' public names, none through a re-export."""
+    files = sorted((ROOT / "tests").glob("**/test_libero_expert*.py"))
+    assert files and private_names_across_modules(files) == []
+    expert = ROOT / "evaluations" / "prebuilt" / "libero" / "expert"
+    assert ast.get_docstring(ast.parse((expert / "__init__.py").read_text()))
+    assert [n for n in ast.parse((expert / "__init__.py").read_text()).body if not isinstance(n, ast.Expr)] == []
+
+
+#: Packages and modules that run outside Django (the env and policy servers ``rlmesh.serve`` starts, the LIBERO
+#: zygote, the pure domain rules): importing one must not load Django (docs/working/architecture.md).
+OUTSIDE_DJANGO = (
+    "evaluations.domain", "evaluations.prebuilt.envs", "evaluations.prebuilt.models", "evaluations.prebuilt.policies",
+    "evaluations.prebuilt.robotics", "evaluations.prebuilt.browser", "evaluations.prebuilt.libero",
+    "evaluations.prebuilt.libero.zygote", "evaluations.prebuilt.libero.adopt", "evaluations.prebuilt.libero.expert",
+    "evaluations.prebuilt.lerobot", "evaluations.prebuilt.metaworld", "evaluations.prebuilt.miniwob",
+    "evaluations.prebuilt.shop", "evaluations.agents.bridge", "evaluations.runtime.forkchild",
+)
+
+
+def _outside_django_modules() -> list[str]:
+    """Every module of :data:`OUTSIDE_DJANGO` (a package: each of its modules) that imports in this interpreter (the
+    LIBERO env and the LeRobot policies' heavy imports happen inside their functions)."""
+    names = set()
+    for entry in OUTSIDE_DJANGO:
+        path = ROOT.joinpath(*entry.split("."))
+        if path.is_dir():
+            names |= {_module_name(p) for p in path.rglob("*.py")}
+        else:
+            names.add(entry)
+    return sorted(names)
+
+
+def test_the_packages_that_run_outside_django_do_not_load_it():
+    """Each in a fresh interpreter without ``DJANGO_SETTINGS_MODULE``: a module that loads Django (``domain/outcomes``
+    once did, through ``choices``) fails here with the chain that brought it in."""
+    import os
+    import subprocess
+    import sys
+
+    probe = ("import importlib, sys\nfor name in sys.argv[1:]:\n"
+             "    importlib.import_module(name)\n"
+             "    if 'django' in sys.modules:\n        print('DJANGO', name)\n        break\n")
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    # LIBERO's env needs its own venv's packages (robosuite): the modules that import them at their top are left out.
+    needs_libero = {"evaluations.prebuilt.libero.env", "evaluations.prebuilt.libero.reset",
+                    "evaluations.prebuilt.libero.stepping"}
+    modules = [m for m in _outside_django_modules() if m not in needs_libero]
+    assert len(modules) > 40
+    for entry in OUTSIDE_DJANGO:  # one interpreter per entry: one loading Django does not hide another
+        group = [m for m in modules if m == entry or m.startswith(entry + ".")]
+        proc = subprocess.run([sys.executable, "-c", probe, *group], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0 and "DJANGO" not in proc.stdout, (entry, proc.stdout, proc.stderr[-2000:])

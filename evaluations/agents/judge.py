@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .tools import _json_objects
+from .tools import json_objects
 from .transport import EndpointConfig, OpenAIChat, call_with_retries, chat_url
 
 __all__ = ["JUDGE_PROMPT", "VERDICT_TOOL", "judge_rollout"]
@@ -60,7 +60,7 @@ def _read_verdict(content: str | None, tool_calls: list[dict]) -> tuple[bool | N
                 continue
             if isinstance(args, dict) and isinstance(args.get("passed"), bool):
                 return args["passed"], str(args.get("reason") or "")
-    for obj in _json_objects(content or ""):
+    for obj in json_objects(content or ""):
         if isinstance(obj.get("passed"), bool):
             return obj["passed"], str(obj.get("reason") or "")
     return None, "the judge's reply held no verdict"

@@ -230,7 +230,7 @@ def from_openai_tool_calls(tool_calls: list[dict], allowed: tuple[str, ...] | li
     return validate_call(function.get("name"), function.get("arguments"), allowed)
 
 
-def _json_objects(text: str):
+def json_objects(text: str):
     decoder = json.JSONDecoder()
     for match in re.finditer(r"\{", text):
         try:
@@ -248,7 +248,7 @@ _CALL_START = re.compile(r'\{\s*"(?:tool|name)"\s*:')
 def calls_in_text(text: str | None) -> list[dict]:
     """The JSON objects in ``text`` that look like tool calls (a ``"tool"`` key, or ``"name"`` with
     ``"arguments"``), in order."""
-    return [obj for obj in _json_objects(text or "")
+    return [obj for obj in json_objects(text or "")
             if "tool" in obj or (isinstance(obj.get("name"), str) and "arguments" in obj)]
 
 

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from ..models.images import PREBUILT_NAMESPACE
 from ..selectors import images_visible_to
-from ..services.catalog import REFERENCE_PATTERN, MalformedReference, parse_reference, pick_version
+from ..services.image_versions import REFERENCE_PATTERN, MalformedReference, parse_reference, pick_version
 from ..services.probes import ProbeFailed, queue_probe
 from ..services.registry import VersionInUse, delete_version
 from .base import OrgScopedView

@@ -40,8 +40,8 @@ from django.utils import timezone
 
 from ..choices import EpisodeStatus
 from ..models import DatasetExport, Episode, Evaluation
-from ..prebuilt.libero.smolvla import OFFLINE_ENV
-from ..runs import dispatch
+from ..prebuilt.lerobot.smolvla import OFFLINE_ENV
+from .. import dispatch
 from ..runs.reaper import worker_lost
 from ..runs.workers import live_identities, worker_identity
 from ..runtime.forkchild import die_with_parent
@@ -354,8 +354,17 @@ def _fail(export_id: int, reason: str, *, only_running: bool = False) -> bool:
                                finished_at=timezone.now()))
 
 
-#: The build's scratch folder: ``<tmp>/rlmesh-dataset-<export id>-<random>``, swept by :func:`reap_lost_exports`.
+#: The build's scratch folder: ``<RLMESH_RUN_DIR>/dataset-exports/rlmesh-dataset-<export id>-<random>`` (this
+#: platform's own run folder: another platform on the host, or a test run beside it, never sweeps it), swept by
+#: :func:`reap_lost_exports`.
 WORK_PREFIX = "rlmesh-dataset-"
+
+
+def scratch_root() -> Path:
+    """Where this host's export builds keep their scratch folders (created)."""
+    root = Path(settings.RLMESH_RUN_DIR) / "dataset-exports"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
 
 
 def reap_lost_exports(live: set[str] | None = None) -> list[int]:
@@ -370,7 +379,7 @@ def reap_lost_exports(live: set[str] | None = None) -> list[int]:
                             only_running=True):
             failed.append(export.pk)
     running = set(DatasetExport.objects.filter(status=DatasetExport.Status.RUNNING).values_list("pk", flat=True))
-    for folder in Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}*"):
+    for folder in scratch_root().glob(f"{WORK_PREFIX}*"):
         number = folder.name[len(WORK_PREFIX):].split("-", 1)[0]
         if folder.is_dir() and number.isdigit() and int(number) not in running:
             shutil.rmtree(folder, ignore_errors=True)
@@ -390,7 +399,7 @@ def build_export(export_id: int) -> str | None:
     evaluation = export.evaluation
     t0 = time.monotonic()
     try:
-        with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}{export.pk}-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=f"{WORK_PREFIX}{export.pk}-", dir=scratch_root()) as tmp:
             work = Path(tmp)
             manifest = _manifest(evaluation, export, work)
             summary = _write(manifest, work)

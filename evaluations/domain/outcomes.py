@@ -9,11 +9,51 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from enum import StrEnum
 
-from ..choices import StopCondition, SuccessSource
-
-__all__ = ["CRITERION_KINDS", "STEP_BOUND", "SUCCESS_LABEL", "criterion_problems", "criterion_summary", "env_success_flag", "episode_success",
+__all__ = ["CRITERION_KINDS", "STEP_BOUND", "STOP_LABELS", "SUCCESS_LABEL", "SUCCESS_SOURCE_LABELS", "StopCondition",
+           "SuccessSource", "criterion_problems", "criterion_summary", "env_success_flag", "episode_success",
            "stop_condition"]
+
+
+class StopCondition(StrEnum):
+    """Why an episode ended (``Episode.stop_condition``; ``evaluations.choices`` makes its Django choices)."""
+
+    TERMINATED = "terminated"
+    TIME_LIMIT = "time_limit"
+    MAX_STEPS = "max_steps"
+    WALL_TIME = "wall_time"
+    STEP_BOUND = "step_bound"
+    ERROR = "error"
+
+
+STOP_LABELS = {
+    StopCondition.TERMINATED: "env reached a terminal state",
+    StopCondition.TIME_LIMIT: "env's own time limit (truncated)",
+    StopCondition.MAX_STEPS: "the task's maxSteps cap",
+    StopCondition.WALL_TIME: "the episode wall-time cap",
+    StopCondition.STEP_BOUND: "rlmesh's built-in 100,000-step bound",
+    StopCondition.ERROR: "the episode failed",
+}
+
+
+class SuccessSource(StrEnum):
+    """Where an episode's success verdict came from (``Episode.success_source``)."""
+
+    ENV = "env"
+    CRITERION = "criterion"
+    #: Nothing defines success for the episode: no env flag, no criterion. Its return still counts.
+    UNDEFINED = "undefined"
+    #: Legacy: episodes recorded before success could be undefined fell back to ``terminated``.
+    TERMINATED = "terminated"
+
+
+SUCCESS_SOURCE_LABELS = {
+    SuccessSource.ENV: "the env's own info flag (is_success / success)",
+    SuccessSource.CRITERION: "a declared success criterion (the request's, else the env's for the scenario)",
+    SuccessSource.UNDEFINED: "success undefined (no env flag, no criterion)",
+    SuccessSource.TERMINATED: "terminated (legacy guess; no longer made)",
+}
 
 #: Image label declaring success criteria by scenario id (``"*"``: every task on the image), a JSON object of
 #: criteria; the probe records them in the version's scenario catalog.
@@ -26,7 +66,7 @@ def stop_condition(
     *, terminated: bool, truncated: bool, steps: int, max_steps: int | None = None, wall_s: float | None = None,
     wall_cap: float | None = None,
 ) -> str:
-    """Why an episode ended, as a :class:`~evaluations.choices.StopCondition` value.
+    """Why an episode ended, as a :class:`StopCondition` value.
 
     ``terminated`` wins (the env reached a terminal state). A truncation is attributed, in order, to the task's
     ``max_steps`` cap (``steps >= max_steps``), the episode wall-time cap (``wall_s >= wall_cap``, both in

@@ -53,7 +53,7 @@ from ..domain.text import display_text_problem, storable_text_problem
 from ..choices import ImageKind
 from ..models import ApiKey, Episode, Evaluation, Organization
 from ..prebuilt.catalog import trajectory_comparable
-from ..services.catalog import ReferenceError_, resolve_reference
+from ..services.image_versions import ReferenceError_, resolve_reference
 from ..models.evaluations import new_public_id
 from .archive import READ_ERRORS, RESULT_FILENAME, BundleInvalid, check_members, clean_file_name, expansion_limit, fail, measure, read_member
 from .document import parse_result, validate

@@ -57,7 +57,7 @@ class Evaluation(models.Model):
     timeout_seconds = models.FloatField(null=True, blank=True)
     #: An agent run's endpoint key, Fernet-encrypted (evaluations.crypto); never in a response, log or page.
     endpoint_key = models.TextField(blank=True)
-    #: An open run's judge endpoint key, encrypted like ``endpoint_key`` (read by runs.verdicts in the worker).
+    #: An open run's judge endpoint key, encrypted like ``endpoint_key`` (read by runs.judging in the worker).
     judge_key = models.TextField(blank=True)
     #: Where the status document is POSTed (signed, Standard Webhooks) when the evaluation ends; "" for none.
     webhook_url = models.CharField(max_length=2048, blank=True)

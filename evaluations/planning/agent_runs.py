@@ -20,7 +20,7 @@ from ..choices import ImageKind
 from ..crypto import encrypt
 from ..models import Organization
 from ..prebuilt.catalog import AGENT_ENDPOINT_MODEL
-from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
+from ..services.image_versions import ReferenceError_, ResolvedImage, resolve_reference
 from .agent_schema import MAX_PARAMS_BYTES, AgentRunRequestSerializer, agent_unknown_field_warnings
 from .limits import agent_run_size_errors, refuse_oversized_agent_run
 from .parse import RequestInvalid
@@ -106,7 +106,7 @@ class AgentPlan(Plan):
                 "webhook_url": self.webhook_url}
 
 
-def _endpoint_checks(req: dict, raw: dict, errors: list[dict]) -> None:
+def endpoint_checks(req: dict, raw: dict, errors: list[dict]) -> None:
     allow = settings.RLMESH_AGENT_ALLOW_PRIVATE_TARGETS
     errors += validate_endpoint(raw.get("endpoint"), allow_private=allow)
     params = req["endpoint"].get("additional_params")
@@ -161,14 +161,14 @@ def _cap_errors(req: dict, n_tasks: int, errors: list[dict]) -> None:
         errors.append({"path": "workers", "message": f"at most {settings.RLMESH_MAX_WORKERS_PER_TASK} workers"})
 
 
-def _bridge_config(endpoint: dict) -> dict:
+def bridge_config(endpoint: dict) -> dict:
     """The bridge's ``load`` kwargs: the endpoint config without the key, with the platform's call limits."""
     config = {k: v for k, v in endpoint.items() if k != "key" and v is not None}
     return {**config, "timeout_seconds": settings.RLMESH_AGENT_CALL_TIMEOUT,
             "max_retries": settings.RLMESH_AGENT_CALL_RETRIES, "backoff_seconds": settings.RLMESH_AGENT_CALL_BACKOFF}
 
 
-def _request_timeout() -> float:
+def request_timeout() -> float:
     """Seconds one predict may take: every attempt of one endpoint call, their backoffs, and a margin."""
     retries = settings.RLMESH_AGENT_CALL_RETRIES
     backoff = sum(min(settings.RLMESH_AGENT_CALL_BACKOFF * 2**n, 30.0) for n in range(retries))
@@ -213,7 +213,7 @@ def plan_agent_run(data: dict, *, organization: Organization) -> AgentPlan:
     warnings = agent_unknown_field_warnings(data)
     req = _validated(data)
     errors: list[dict] = []
-    _endpoint_checks(req, data, errors)
+    endpoint_checks(req, data, errors)
     env, scenarios = _resolve(req, organization, errors)
     found = _task_errors(req, scenarios, errors)
     _cap_errors(req, len(req["task_ids"]), errors)
@@ -225,13 +225,13 @@ def plan_agent_run(data: dict, *, organization: Organization) -> AgentPlan:
         raise RequestInvalid(errors)
     endpoint = req["endpoint"]
     image = EndpointImage(reference=req["model"], version=bridge.version, checkpoint=None,
-                          endpoint=_bridge_config(endpoint))
+                          endpoint=bridge_config(endpoint))
     model = AgentModel(image=image, requested_env_vars={}, key_set=bool(endpoint.get("key")))
     tasks = _tasks(req, env, found, screenshot=endpoint.get("minimal_observation") is False)
     stored = redacted_request(data)
     agent = {"envId": req["env_id"], "model": req["model"], "taskIds": list(req["task_ids"]),
              "rolloutsPerExample": req["rollouts_per_example"], "webhookUrl": req.get("webhook_url") or None,
-             "endpoint": model.config()["endpoint"], "requestTimeoutSeconds": _request_timeout()}
+             "endpoint": model.config()["endpoint"], "requestTimeoutSeconds": request_timeout()}
     return AgentPlan(
         data=stored, name="", tags={"api": "agents"},
         metadata={"evaluationLabel": f"{req['model']} on {req['env_id']}"},

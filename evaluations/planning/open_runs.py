@@ -5,7 +5,7 @@ endpoint bridge, whose env make kwargs carry the task definition, the profile an
 
 How a rollout is judged, in order: the request's ``verifiers`` (checked here against the env's vocabulary, e.g.
 ``shop.state.v1``; every invalid one is a 400 with its path), else the ``judge`` endpoint (its key encrypted in
-``Evaluation.judge_key``; called by :mod:`evaluations.runs.verdicts`), else the rollout is recorded unverified.
+``Evaluation.judge_key``; called by :mod:`evaluations.runs.judging`), else the rollout is recorded unverified.
 Writes nothing; raises :class:`RequestInvalid` listing every problem.
 """
 
@@ -23,9 +23,9 @@ from ..crypto import encrypt
 from ..models import Organization
 from ..prebuilt.shop.checks import VOCABULARY as SHOP_VOCABULARY
 from ..prebuilt.shop.checks import validate as validate_shop_checks
-from ..services.catalog import ReferenceError_, resolve_reference
-from .agent_runs import AGENT_MODEL, AgentModel, AgentPlan, AgentTask, EndpointImage, _bridge_config, \
-    _endpoint_checks, _request_timeout, agent_env_reference, is_agent_scenario, redacted_request
+from ..services.image_versions import ReferenceError_, resolve_reference
+from .agent_runs import AGENT_MODEL, AgentModel, AgentPlan, AgentTask, EndpointImage, bridge_config, \
+    endpoint_checks, request_timeout, agent_env_reference, is_agent_scenario, redacted_request
 from .agent_schema import MAX_KEY_BYTES, MAX_PARAMS_BYTES, MAX_STEPS, EndpointSerializer
 from .parse import RequestInvalid
 from .schema import DisplayTextField, StrictCharField, StrictIntegerField, flatten_errors, unknown_fields_ignored
@@ -177,7 +177,7 @@ def plan_open_run(data: dict, *, organization: Organization) -> OpenPlan:
     warnings = open_unknown_field_warnings(data)
     req = _validated(data)
     errors: list[dict] = []
-    _endpoint_checks(req, data, errors)
+    endpoint_checks(req, data, errors)
     env, scenario = _open_scenario(req, organization, errors)
     profile = _open_checks(req, data, (scenario or {}).get("open") or {}, errors) if scenario else ""
     try:
@@ -188,7 +188,7 @@ def plan_open_run(data: dict, *, organization: Organization) -> OpenPlan:
         raise RequestInvalid(errors)
     endpoint, judge = req["endpoint"], req.get("judge")
     label = req.get("model") or endpoint.get("model") or "agent"
-    image = EndpointImage(reference=label, version=bridge.version, checkpoint=None, endpoint=_bridge_config(endpoint))
+    image = EndpointImage(reference=label, version=bridge.version, checkpoint=None, endpoint=bridge_config(endpoint))
     model = AgentModel(image=image, requested_env_vars={}, key_set=bool(endpoint.get("key")))
     max_steps = req.get("max_steps") or int(scenario.get("maxSteps") or 20)
     kwargs = {**scenario.get("params", {}), "task_definition": req["task_definition"], "profile_id": profile,
@@ -202,7 +202,7 @@ def plan_open_run(data: dict, *, organization: Organization) -> OpenPlan:
     judged = "verifiers" if req.get("verifiers") else "judge" if judge else "none"
     agent = {"envId": req["env_id"], "model": label, "taskIds": [scenario["id"]], "rolloutsPerExample": rollouts,
              "webhookUrl": req.get("webhook_url") or None, "endpoint": model.config()["endpoint"],
-             "requestTimeoutSeconds": _request_timeout(), "open": {
+             "requestTimeoutSeconds": request_timeout(), "open": {
                  "taskDefinition": req["task_definition"], "profileId": profile, "maxSteps": max_steps,
                  "verifiers": req.get("verifiers"), "judgedBy": judged},
              "judge": None if not judge else {"url": judge["url"], "model": judge.get("model") or None,

@@ -13,7 +13,7 @@ from django.utils import timezone
 from ..domain.sample_sizes import sample_size_estimate
 from ..domain.scoring import split_task_id
 from ..prebuilt.catalog import declared_pace
-from ..services.catalog import ResolvedImage
+from ..services.image_versions import ResolvedImage
 from .horizons import env_horizon
 from .rendering import concurrency_cap, observation_kwargs
 

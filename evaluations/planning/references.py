@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..choices import ImageKind
 from ..models import Organization
 from ..prebuilt.catalog import AGENT_ENDPOINT_MODEL
-from ..services.catalog import ReferenceError_, resolve_reference
+from ..services.image_versions import ReferenceError_, resolve_reference
 from ..services.weights import weights_problem
 from .parse import model_path
 from .plan import PlannedModel

@@ -15,7 +15,7 @@ import os
 from django.conf import settings
 
 from ..prebuilt.catalog import MEMORY_LABEL, OBSERVES_LABEL, declared_memory
-from ..services.catalog import ResolvedImage
+from ..services.image_versions import ResolvedImage
 
 __all__ = ["concurrency_cap", "memory_cap_warning", "model_reads", "observation_kwargs"]
 

@@ -13,7 +13,7 @@ from ..domain import perturbations
 from ..domain.outcomes import SUCCESS_LABEL, criterion_problems
 from ..models import Organization
 from ..prebuilt.catalog import declared_bounds
-from ..services.catalog import ReferenceError_, ResolvedImage, resolve_reference
+from ..services.image_versions import ReferenceError_, ResolvedImage, resolve_reference
 from .horizons import env_horizon, step_cap_warnings
 from .limits import evaluation_caps
 from .plan import PlannedTask

@@ -15,10 +15,10 @@ from pathlib import Path
 import rlmesh
 
 from ..domain.outcomes import STEP_BOUND
-from .describing import describe_source  # noqa: F401 - services.catalog describes through the catalog
+from .describing import describe_source  # noqa: F401 - services.image_versions describes through the catalog
 from .envs import CLASSIC_CRITERIA, CLASSIC_REWARD_RANGES, CLASSIC_SCENARIOS
 from .libero import ENV_MEMORY_BYTES as LIBERO_ENV_BYTES
-from .libero.smolvla import DOCS_PAGE as SMOLVLA_DOCS
+from .lerobot.smolvla import DOCS_PAGE as SMOLVLA_DOCS
 
 #: The endpoint bridge: a model only the /agents API can configure (its ``load`` kwargs are a run's endpoint).
 AGENT_ENDPOINT_MODEL = "prebuilt/agent-endpoint"
@@ -309,7 +309,7 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
     PrebuiltImage(
         name="libero-expert",
         kind="model",
-        source="python+libero://evaluations.prebuilt.libero.expert:LiberoExpert",
+        source="python+libero://evaluations.prebuilt.libero.expert.model:LiberoExpert",
         description="A scripted pick-and-place expert for LIBERO that reads the simulator's privileged state "
         "(object and fixture poses), not the cameras: privileged, not a learned policy; the reachable baseline "
         "for libero_object and libero_spatial.",
@@ -319,7 +319,7 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
     PrebuiltImage(
         name="smolvla",
         kind="model",
-        source="python+lerobot://evaluations.prebuilt.libero.smolvla:SmolVLALibero",
+        source="python+lerobot://evaluations.prebuilt.lerobot.smolvla:SmolVLALibero",
         description="SmolVLA (LeRobot's own policy code, lerobot 0.4.4) fine-tuned on LIBERO: images, state and the "
         "instruction to 50-action chunks. Needs the weights an operator installs (RLMESH_SMOLVLA_LIBERO_DIR, "
         "RLMESH_SMOLVLA_BACKBONE_DIR; docs/running/smolvla-weights.md); CUDA when present, else CPU.",

@@ -4,7 +4,7 @@ Submit (``create_evaluation``) → claim a shard (``claim_shard``) → record it
 its heartbeat (``heartbeat``) → end it (``end_shard``) → finalize the evaluation when its last shard ended
 (``finalize_evaluation``); ``cancel_evaluation`` and the reaper (``reap_shards``) move the same rows. Each change
 is a conditional UPDATE, so concurrent workers, re-delivered messages and the reaper never double-count or
-overwrite a finished row. Messages are sent only through :mod:`evaluations.runs.dispatch`.
+overwrite a finished row. Messages are sent only through :mod:`evaluations.dispatch`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..choices import EpisodeStatus, EvaluationStatus, LogLevel, ShardStatus
 from ..models import ApiKey, Episode, Evaluation, EvaluationLog, Organization, Shard, Workload
 from ..domain.text import nul_free
 from ..planning import Plan
-from . import dispatch
+from .. import dispatch
 from .db import survives_restarts
 from .workers import worker_identity
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from ..choices import ShardStatus
 from ..models import Episode, Evaluation, Shard, WorkerProcess
-from . import dispatch
+from .. import dispatch
 from .lifecycle import fail_lost_shard, fail_stalled_evaluation, requeue_lost_shard
 from ..runtime.processes import pid_alive
 from .workers import live_identities

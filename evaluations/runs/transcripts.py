@@ -53,7 +53,7 @@ from ..crypto import SecretUnreadable, decrypt
 from ..domain.text import nul_free
 from ..domain.verdicts import rollout_verdict
 from ..runtime.base import RuntimeBackendError
-from .verdicts import decide, env_verifiers
+from .judging import decide, env_verifiers
 
 __all__ = ["BRIDGE_SOURCE", "KEY_ENV", "TranscriptRecorder", "is_agent_workload", "model_secrets", "stop_condition_of"]
 
@@ -259,7 +259,7 @@ class TranscriptRecorder:
 
     def _verifiers(self, fields: dict, ending: str, raw: float) -> tuple[dict, list[dict], dict | None]:
         """``(fields, verifiers, judge trace)`` of a rollout that ran to its end: the env's own checks (the shop,
-        else its judge, :func:`~evaluations.runs.verdicts.decide`), else MiniWoB's page reward."""
+        else its judge, :func:`~evaluations.runs.judging.decide`), else MiniWoB's page reward."""
         verifiers = env_verifiers(self.last_info)
         if verifiers is None:
             ended = ending in ("finish", "page") or bool(self.last_info.get("timed_out"))

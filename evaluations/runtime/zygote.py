@@ -48,12 +48,13 @@ def serves(spec: ServerSpec, python: str, target: str) -> bool:
 def socket_path(python: str) -> Path:
     """The zygote's socket for ``python``: in ``RLMESH_RUN_DIR`` (the temp dir when that path is too long for a
     unix socket), named by a digest of the user, the checkout, the interpreter and the bytes of every
-    ``evaluations/prebuilt/libero/*.py`` and of the runtime modules the zygote's children run (a code change gets a
-    new zygote)."""
+    ``evaluations/prebuilt/libero/**/*.py`` (its subpackages too, each by its path and bytes) and of the runtime
+    modules the zygote's children run (a code change, or a module moved, gets a new zygote)."""
     h = hashlib.sha256(f"{os.getuid()}:{settings.BASE_DIR}:{python}".encode())
     here = Path(__file__).resolve().parent
-    for path in [*sorted(_MODULES.glob("*.py")), here / "forkchild.py", here / "processes.py"]:
-        h.update(path.read_bytes())
+    modules = [(str(p.relative_to(_MODULES)), p) for p in sorted(_MODULES.rglob("*.py"))]
+    for name, path in [*modules, ("runtime/forkchild.py", here / "forkchild.py"), ("runtime/processes.py", here / "processes.py")]:
+        h.update(name.encode() + b"\0" + path.read_bytes())
     name = f"libero-zygote-{h.hexdigest()[:16]}.sock"
     run_dir = Path(settings.RLMESH_RUN_DIR)
     return run_dir / name if len(str(run_dir / name)) < 100 else Path(tempfile.gettempdir()) / f"rlmesh-{name}"

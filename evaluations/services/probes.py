@@ -20,7 +20,7 @@ from ..choices import ProbeStatus
 from ..domain.outcomes import SUCCESS_LABEL, criterion_problems
 from ..domain.text import nul_free
 from ..models import ImageRepository, ImageVersion
-from ..runs import dispatch
+from .. import dispatch
 from ..runtime import RuntimeBackendError, ServerSpec
 
 __all__ = ["ProbeFailed", "probe_version", "queue_probe"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from ..prebuilt.libero import smolvla
+from ..prebuilt.lerobot import smolvla
 
 __all__ = ["CHECKS", "weights_kwargs", "weights_problem", "weights_status"]
 

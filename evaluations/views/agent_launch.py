@@ -14,7 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from ..agent_catalog import task_catalog
+from ..reports.agent_tasks import task_catalog
 from ..choices import WRITE_ROLES
 from ..planning import RequestInvalid, parse_request_body
 from ..planning.agent_runs import plan_agent_run

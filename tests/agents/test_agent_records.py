@@ -19,7 +19,8 @@ from evaluations.choices import EpisodeStatus, EvaluationStatus, StopCondition
 from evaluations.crypto import SecretUnreadable, decrypt, encrypt
 from evaluations.models import Evaluation
 from evaluations.planning.agent_runs import plan_agent_run
-from evaluations.runs import dispatch, lifecycle
+from evaluations import dispatch
+from evaluations.runs import lifecycle
 from evaluations.runs.transcripts import TranscriptRecorder
 
 SECRET = "sk-records-do-not-leak"

@@ -25,7 +25,8 @@ from evaluations.choices import EpisodeStatus, EvaluationStatus, StopCondition
 from evaluations.domain.verdicts import COUNTED_AS, rollout_verdict
 from evaluations.models import Episode, Evaluation
 from evaluations.planning.agent_runs import plan_agent_run
-from evaluations.runs import dispatch, lifecycle
+from evaluations import dispatch
+from evaluations.runs import lifecycle
 from evaluations.runs.outcome import error_fields
 from evaluations.runs.transcripts import TranscriptRecorder
 from tests.agents.test_agent_records import Receiver

@@ -14,7 +14,6 @@ from django.urls import reverse
 
 from evaluations.models import DatasetExport
 from tests.api.test_lerobot_dataset_api import _recorded, media  # noqa: F401 (fixture)
-from tests.test_execution import _no_heartbeat_thread  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,7 +23,7 @@ SIZE = 3 * 2**20
 @pytest.fixture(autouse=True)
 def _no_messages(monkeypatch):
     """These tests commit (the async client reads from another thread): no Celery message leaves for a broker."""
-    from evaluations.runs import dispatch
+    from evaluations import dispatch
 
     monkeypatch.setattr(dispatch, "_send", lambda *args, **kwargs: None)
 

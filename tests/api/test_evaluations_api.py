@@ -254,7 +254,7 @@ def test_preview_sizes_the_request_and_writes_nothing(api):
 class TestSubmit:
     def test_it_creates_the_evaluation_and_enqueues_each_shard_on_commit(self, api, tenant_a, django_capture_on_commit_callbacks, monkeypatch, live_worker):
         sent = []
-        monkeypatch.setattr("evaluations.runs.dispatch._send", lambda name, shard_id: sent.append(shard_id))
+        monkeypatch.setattr("evaluations.dispatch._send", lambda name, shard_id: sent.append(shard_id))
         body = cartpole_request(name="smoke", tags={"team": "robotics"}, metadata={"evaluationLabel": "lbl"})
         body["tasks"][0].update(episodes=5, workers=2, seed=3)
         raw = json.dumps(body, indent=3)  # odd formatting must survive byte for byte

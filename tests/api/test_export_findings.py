@@ -17,10 +17,9 @@ from django.utils import timezone
 
 from evaluations.datasets import exports
 from evaluations.models import DatasetExport, Episode, Organization
-from evaluations.runs import dispatch
+from evaluations import dispatch
 from tests.api.test_lerobot_dataset_api import _recorded, media  # noqa: F401 (fixture)
 from tests.api.test_lerobot_export_rules import lerobot_venv  # noqa: F401 (fixture)
-from tests.test_execution import _no_heartbeat_thread  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +73,7 @@ def test_downloads_go_out_whatever_accept_asks_for(tenant_a, api, media, accept)
 
 
 def test_an_agent_runs_output_goes_out_whatever_accept_asks_for(tenant_a, api):
-    from tests.test_execution import create
+    from tests.support.execution import create
 
     evaluation = create(tenant_a, {"models": ["prebuilt/random"], "tasks": [
         {"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 1}]})
@@ -160,18 +159,20 @@ def test_a_lost_export_is_failed_and_its_scratch_folder_removed(tenant_a, media,
     alive = DatasetExport.objects.create(evaluation=_recorded(tenant_a, episodes_=1, max_steps=2), status="running",
                                          started_at=timezone.now(),
                                          meta={"images": "image", "worker": f"{settings.RLMESH_HOSTNAME}:{os.getpid()}"})
-    scratch = Path(tempfile.mkdtemp(prefix=f"{exports.WORK_PREFIX}{export.pk}-"))
-    kept = Path(tempfile.mkdtemp(prefix=f"{exports.WORK_PREFIX}{alive.pk}-"))
+    scratch = Path(tempfile.mkdtemp(prefix=f"{exports.WORK_PREFIX}{export.pk}-", dir=exports.scratch_root()))
+    kept = Path(tempfile.mkdtemp(prefix=f"{exports.WORK_PREFIX}{alive.pk}-", dir=exports.scratch_root()))
+    elsewhere = Path(tempfile.mkdtemp(prefix=f"{exports.WORK_PREFIX}{export.pk}-"))  # the system's temp dir: another
+    # platform's (or a test run's beside this one) is never swept
     (scratch / "steps").mkdir()
     try:
         assert exports.reap_lost_exports(live={f"{settings.RLMESH_HOSTNAME}:{os.getpid()}"}) == [export.pk]
         export.refresh_from_db()
         assert export.status == "failed" and "999999999" in export.error and "ask again" in export.error
-        assert not scratch.exists() and kept.exists()
+        assert not scratch.exists() and kept.exists() and elsewhere.exists()
         alive.refresh_from_db()
         assert alive.status == "running"
     finally:
-        for folder in (scratch, kept):
+        for folder in (scratch, kept, elsewhere):
             if folder.exists():
                 folder.rmdir()
 

@@ -3,7 +3,7 @@
 import pytest
 
 from evaluations.models import ImageRepository, ImageVersion
-from evaluations.services.catalog import sync_prebuilt
+from evaluations.services.image_versions import sync_prebuilt
 from tests.conftest import CARTPOLE_TASK
 
 pytestmark = pytest.mark.django_db
@@ -214,8 +214,8 @@ def test_versions_pinned_before_the_libero_folder_still_name_modules_that_exist(
     executor.migrate(executor.loader.graph.leaf_nodes())
     sources = dict(ImageVersion.objects.filter(digest="sha256:" + "0" * 64)
                    .values_list("repository__name", "source"))
-    assert sources == {"libero-expert": "python+libero://evaluations.prebuilt.libero.expert:LiberoExpert",
-                       "smolvla": "python+lerobot://evaluations.prebuilt.libero.smolvla:SmolVLALibero",
+    assert sources == {"libero-expert": "python+libero://evaluations.prebuilt.libero.expert.model:LiberoExpert",
+                       "smolvla": "python+lerobot://evaluations.prebuilt.lerobot.smolvla:SmolVLALibero",
                        "libero": "python+libero://evaluations.prebuilt.libero:Libero"}
     for source in sources.values():
         module = source.split("://", 1)[1].split(":")[0]

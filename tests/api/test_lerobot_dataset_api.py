@@ -19,7 +19,7 @@ from evaluations.datasets import exports
 from evaluations.models import DatasetExport, Organization
 from evaluations.runs.steps import load_steps
 from tests.conftest import cartpole_request
-from tests.test_execution import _no_heartbeat_thread, create, episodes, run_all  # noqa: F401 (autouse)
+from tests.support.execution import create, episodes, run_all
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from evaluations.runtime.base import RuntimeBackendError
 from evaluations.runtime.local import interpreter_for
 from tests.api.test_lerobot_dataset_api import _recorded, media  # noqa: F401 (fixture)
 from tests.conftest import cartpole_request
-from tests.test_execution import _no_heartbeat_thread, create, run_all  # noqa: F401 (autouse)
+from tests.support.execution import create, run_all
 
 pytestmark = pytest.mark.django_db
 
@@ -164,7 +164,7 @@ def test_a_lerobot_venv_without_its_install_stamp_is_not_installed(tenant_a, api
     r = api.post(url, {}, format="json")
     assert r.status_code == 503 and r.json()["error"]["code"] == "lerobot_unavailable"
     with pytest.raises(RuntimeBackendError, match="not installed"):
-        interpreter_for("python+lerobot://evaluations.prebuilt.libero.smolvla:SmolVLALibero")
+        interpreter_for("python+lerobot://evaluations.prebuilt.lerobot.smolvla:SmolVLALibero")
     (venv / ".installed").write_text("lerobot==0.4.4\n")  # scripts/venv-lib.sh writes it last
     assert interpreter_for("python+lerobot://m:T") == (str(venv / "bin" / "python"), "m:T")
     assert api.post(url, {}, format="json").status_code == 202

@@ -7,8 +7,8 @@ import pytest
 
 from evaluations.choices import ImageKind
 from evaluations.models import Evaluation
-from evaluations.prebuilt.libero.smolvla import BACKBONE_FILES, POLICY_FILES
-from evaluations.services.catalog import resolve_reference
+from evaluations.prebuilt.lerobot.smolvla import BACKBONE_FILES, POLICY_FILES
+from evaluations.services.image_versions import resolve_reference
 
 pytestmark = pytest.mark.django_db
 
@@ -66,7 +66,7 @@ def test_with_the_weights_installed_the_model_resolves_to_the_settings_folders(a
     assert "models[0].model" not in {d["path"] for d in r.json().get("error", {}).get("details", [])}, r.content
     image = resolve_reference("prebuilt/smolvla/libero", kind=ImageKind.MODEL, organization=tenant_a.org)
     assert image.load_kwargs == {"policy_dir": policy, "backbone_dir": backbone}
-    assert image.version.source == "python+lerobot://evaluations.prebuilt.libero.smolvla:SmolVLALibero"
+    assert image.version.source == "python+lerobot://evaluations.prebuilt.lerobot.smolvla:SmolVLALibero"
 
 
 def test_the_catalog_lists_it_as_needing_weights(api, settings, client, tenant_a, tmp_path):

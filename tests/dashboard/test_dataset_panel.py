@@ -9,7 +9,7 @@ from django.core.files.base import ContentFile
 from evaluations.choices import Role
 from evaluations.models import DatasetExport
 from tests.conftest import cartpole_request, make_user
-from tests.test_execution import _no_heartbeat_thread, create, run_all  # noqa: F401 (autouse)
+from tests.support.execution import create, run_all
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +44,7 @@ def test_export_button_then_download_link(web, tenant_a, tenant_b, client):
     assert r.status_code == 200 and 'id="dataset-building"' in r.content.decode() and 'hx-trigger="every 3s"' in r.content.decode()
     export = DatasetExport.objects.get(evaluation=evaluation)
     assert export.status == "queued" and export.meta == {"images": "image"}
-    # As the worker leaves a built export (datasets.exports.build_export; tests/api and tests/test_libero_dataset.py
+    # As the worker leaves a built export (datasets.exports.build_export; tests/api and tests/datasets/test_libero_dataset.py
     # run the real one): a ready row and its zip in storage.
     export.file.save("x.zip", ContentFile(b"PK-zip-bytes"), save=False)
     DatasetExport.objects.filter(pk=export.pk).update(status="ready", file=export.file.name,

@@ -77,4 +77,4 @@ def test_with_the_tiny_checkpoint_installed_the_seed_request_runs_to_completion(
     assert [e["status"] for e in episodes] == ["completed", "completed"], episodes
     assert all(e["steps"] == 12 and e["error"] in ("", None) for e in episodes), episodes
     model = evaluation["config"]["models"][0]
-    assert model["source"] == "python+lerobot://evaluations.prebuilt.libero.smolvla:SmolVLALibero"
+    assert model["source"] == "python+lerobot://evaluations.prebuilt.lerobot.smolvla:SmolVLALibero"

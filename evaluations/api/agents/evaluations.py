@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from ...reports.agents import STATUS_WORDS, agent_evaluations, env_id_of, status_document
 from ...planning.agent_runs import agent_env_reference
-from ...services.catalog import REFERENCE_PATTERN, ReferenceError_, parse_reference
+from ...services.image_versions import REFERENCE_PATTERN, ReferenceError_, parse_reference
 from ..pagination import CURSOR_PATTERNS, newest_first_page, page_limit, query_value
 from .base import AgentView
 from .runs import status_url

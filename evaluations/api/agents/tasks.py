@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from ...agent_catalog import task_catalog
+from ...reports.agent_tasks import task_catalog
 from .base import AgentView
 from .serializers import TaskCatalogSerializer
 from ..serializers import errors

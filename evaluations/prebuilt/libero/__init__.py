@@ -1,13 +1,24 @@
-"""LIBERO in one folder: the env and its episodes, the privileged expert, SmolVLA, parity with LeRobot.
+"""LIBERO: the env, how its servers start, and the privileged expert that acts in it.
 
-- :mod:`.factory` — the ``rlmesh`` env factory (``python+libero://evaluations.prebuilt.libero:Libero``): suites,
-  scenarios, step caps, perturbations; importable without LIBERO (the catalog reads it in the main venv).
-- :mod:`.episodes` — the episode rules shared by the factory and the env (cameras, settle steps, init states).
-- :mod:`.env` — :class:`~.env.LiberoTaskEnv`, one task as LeRobot's ``LiberoEnv`` serves it (runs in ``.venv-libero``).
-- :mod:`.reset` — the soft reset that keeps the compiled scene (same episodes as a rebuild, by digest).
-- :mod:`.privileged`, :mod:`.expert`, :mod:`.rotation` — the scripted expert (``prebuilt/libero-expert``) and the
-  simulator state it reads.
-- :mod:`.smolvla` — SmolVLA through LeRobot's own policy code (``prebuilt/smolvla``, runs in ``.venv-lerobot``).
+The env (``prebuilt/libero``):
+
+- :mod:`.factory` — the ``rlmesh`` env factory (``python+libero://evaluations.prebuilt.libero:Libero``, the name this
+  package exports): suites, scenarios, step caps, perturbations, cameras; importable without LIBERO (the catalog
+  reads it in the main venv);
+- :mod:`.episodes` — the episode rules shared by the factory and the env (cameras, settle steps, init states);
+- :mod:`.env` — :class:`~.env.LiberoTaskEnv`, one task as LeRobot's ``LiberoEnv`` serves it (runs in ``.venv-libero``);
+- :mod:`.privileged` — the simulator state the env adds for the expert (``privileged: true``);
+- :mod:`.reset`, :mod:`.stepping` — the soft reset that keeps the compiled scene and the physics step without a
+  repeated forward (the same episodes by digest);
+- :mod:`.describe` — the spaces rlmesh reads when it describes the env, without building a scene.
+
+How its servers start (a per-host process that builds each task once and forks env servers from it):
+:mod:`.zygote` (the process), :mod:`.adopt` (which envs it forks, and the forked server's env), :mod:`.memory`
+(what an env holds, and the render context it opens only when asked).
+
+The expert (``prebuilt/libero-expert``): the :mod:`.expert` package, one concept a module. The policies that read
+LIBERO's cameras (SmolVLA, LeRobot checkpoints) live with LeRobot's policies, :mod:`evaluations.prebuilt.lerobot`; the
+parity harnesses against LeRobot's own code with the test support, ``tests/support/libero_parity.py``.
 
 Episodes of any image + state env export as a LeRobot dataset through :mod:`evaluations.datasets`.
 """

@@ -110,7 +110,7 @@ def _site_joints(problem: Any) -> dict[str, list[str]]:
     return out
 
 
-def _open_sign(fixture: Any) -> float:
+def open_sign(fixture: Any) -> float:
     """+1 / -1: the sign of a fixture's joint positions when open (or turned on); +1 if it declares neither."""
     articulation = getattr(fixture, "object_properties", {}).get("articulation", {})
     ranges = articulation.get("default_open_ranges") or articulation.get("default_turnon_ranges") or [1.0]
@@ -246,7 +246,7 @@ def privileged_observation(env: Any, raw_obs: dict) -> dict:
         out[f"{name}_aabb"] = _world_aabb(problem, problem.obj_body_id[name])
     for name, joints in _fixture_joints(problem).items():
         out[f"{name}_qpos"] = np.array([float(data.get_joint_qpos(j)) for j in joints], dtype=np.float64)
-        sign = _open_sign(problem.fixtures_dict[name])
+        sign = open_sign(problem.fixtures_dict[name])
         parts = [_joint_geometry(problem, j, sign) for j in joints]
         for i, key in enumerate(("anchor", "axis", "handle")):
             out[f"{name}_{key}"] = np.concatenate([part[i] for part in parts])
