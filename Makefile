@@ -25,6 +25,8 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test]"
+	# openpi's client (pyproject.toml says why it goes in without its dependencies)
+	$(PY) -m pip install -q --no-deps openpi-client==0.1.2
 	touch $(STAMP)
 
 $(MW_STAMP): scripts/setup-metaworld.sh scripts/venv-lib.sh

@@ -319,7 +319,8 @@ OUTSIDE_DJANGO = (
     "evaluations.domain", "evaluations.prebuilt.envs", "evaluations.prebuilt.models", "evaluations.prebuilt.policies",
     "evaluations.prebuilt.robotics", "evaluations.prebuilt.browser", "evaluations.prebuilt.libero",
     "evaluations.prebuilt.libero.zygote", "evaluations.prebuilt.libero.adopt", "evaluations.prebuilt.libero.expert",
-    "evaluations.prebuilt.lerobot", "evaluations.prebuilt.metaworld", "evaluations.prebuilt.miniwob",
+    "evaluations.prebuilt.lerobot", "evaluations.prebuilt.openpi", "evaluations.prebuilt.metaworld",
+    "evaluations.prebuilt.miniwob",
     "evaluations.prebuilt.shop", "evaluations.agents.bridge", "evaluations.runtime.forkchild",
 )
 

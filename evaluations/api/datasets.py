@@ -102,7 +102,7 @@ class LeRobotDatasetZipView(DownloadView):
                    "downloadable while a newer export is built.")
     def get(self, request, public_id: str):
         evaluation = self.get_evaluation(public_id)
-        images = request.query_params.get("images")
+        images = request.query_params.get("images") or None  # `?images=` (empty): either, as without it
         if images is not None and images not in IMAGE_MODES:
             return error_response(400, "invalid_request", f'"{images}" is not an image storage; use one of '
                                   f'{", ".join(IMAGE_MODES)}', [{"path": "images", "message": "not an image storage"}])

@@ -136,6 +136,9 @@ class Workload(models.Model):
     env_vars = models.JSONField(default=dict)
     env_kwargs = models.JSONField(default=dict)
     model_kwargs = models.JSONField(default=dict)
+    #: The model server's secret, Fernet-encrypted (evaluations.crypto): a policy server endpoint's key; never in a
+    #: response, log or page.
+    model_secret = models.TextField(blank=True, default="")
     success_criterion = models.JSONField(null=True, blank=True)
     metadata = models.JSONField(default=dict)
 

@@ -25,6 +25,7 @@ from .agent_schema import MAX_PARAMS_BYTES, AgentRunRequestSerializer, agent_unk
 from .limits import agent_run_size_errors, refuse_oversized_agent_run
 from .parse import RequestInvalid
 from .plan import Plan, PlannedModel, PlannedTask
+from .redaction import REDACTED
 from .schema import flatten_errors
 
 __all__ = ["AGENT_MODEL", "AgentPlan", "agent_env_reference", "is_agent_scenario", "plan_agent_run", "split_task_id"]
@@ -32,7 +33,6 @@ __all__ = ["AGENT_MODEL", "AgentPlan", "agent_env_reference", "is_agent_scenario
 #: The bridge every agent run's model is.
 AGENT_MODEL = AGENT_ENDPOINT_MODEL
 _SEEDED = re.compile(r"^(?P<scenario>.+)\.s(?P<seed>\d{1,9})$")
-REDACTED = "***"
 
 
 def agent_env_reference(env_id: str) -> str:

@@ -4,6 +4,8 @@ planned task or model, and both the workload rows and the config read it from th
 
 from __future__ import annotations
 
+import json
+
 import math
 from dataclasses import dataclass, field
 
@@ -15,6 +17,7 @@ from ..domain.scoring import split_task_id
 from ..prebuilt.catalog import declared_pace
 from ..services.image_versions import ResolvedImage
 from .horizons import env_horizon
+from .redaction import redacted
 from .rendering import concurrency_cap, observation_kwargs
 
 __all__ = ["Plan", "PlannedModel", "PlannedTask", "PlannedWorkload", "shard_ranges"]
@@ -104,6 +107,10 @@ class PlannedModel:
     @property
     def env_vars(self) -> dict:
         return self.requested_env_vars if self.image.version.source.startswith("oci://") else {}
+
+    def secret(self) -> str:
+        """The model server's secret as stored (``Workload.model_secret``, encrypted): none but an endpoint's key."""
+        return ""
 
     def config(self) -> dict:
         v = self.image.version
@@ -217,7 +224,8 @@ class PlannedWorkload:
             "scenario": t.scenario_name, "perturbation": t.perturbation, "record": t.record, "record_steps": t.record_steps,
             "episodes": t.episodes,
             "seed": t.seed, "workers": t.workers, "max_steps": t.max_steps, "env_vars": self.model.env_vars,
-            "env_kwargs": self.env_kwargs, "model_kwargs": m.load_kwargs, "success_criterion": t.success_criterion,
+            "env_kwargs": self.env_kwargs, "model_kwargs": m.load_kwargs, "model_secret": self.model.secret(),
+            "success_criterion": t.success_criterion,
             "metadata": t.metadata,
         }
 
@@ -289,8 +297,14 @@ class Plan:
     def workload_summaries(self) -> list[dict]:
         return [w.summary() for w in self.workloads]
 
+    def stored_raw(self, raw: str) -> str:
+        """The request body to store (``Evaluation.request_raw``): ``raw`` as received, unless it holds a policy
+        server's key, which is never stored in the clear: then the request with every ``endpoint.key`` ``***``."""
+        safe = redacted(self.data)
+        return raw if safe == self.data else json.dumps(safe, indent=2, ensure_ascii=False)
+
     def evaluation_fields(self) -> dict:
         """The :class:`~evaluations.models.Evaluation` fields the plan decides (not who submitted it)."""
-        return {"name": self.name, "request": self.data, "config": self.config, "tags": self.tags,
+        return {"name": self.name, "request": redacted(self.data), "config": self.config, "tags": self.tags,
                 "metadata": self.metadata, "warnings": self.warnings, "timeout_seconds": self.timeout_seconds,
                 "total_episodes": self.total_episodes}

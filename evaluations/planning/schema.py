@@ -89,6 +89,38 @@ class EnvVarsField(StrictDictField):
         return value
 
 
+class PolicyEndpointSerializer(serializers.Serializer):
+    """A policy served by its owner (a lab's GPU box) in openpi's websocket protocol, instead of an image."""
+
+    url = StrictCharField(max_length=2048, help_text="`ws://host:port` or `wss://host:port` of the policy server "
+                          "(openpi's `serve_policy.py`); checked at every connection, like agent endpoints")
+    protocol = serializers.ChoiceField(["openpi"], help_text="`openpi`: openpi-client 0.1.2's wire (msgpack-numpy "
+                                       "frames, the server's metadata first, `Authorization: Api-Key`)")
+    key = StrictCharField(required=False, allow_blank=True, max_length=4096, trim_whitespace=False,
+                          help_text="Sent as `Authorization: Api-Key <key>`; stored encrypted, never shown")
+    replanSteps = StrictIntegerField(  # noqa: N815
+        required=False, default=5, min_value=1, max_value=100,
+        help_text="Actions of each reply's chunk replayed before the next call (openpi's LIBERO example: 5)")
+    imageSize = StrictIntegerField(  # noqa: N815
+        required=False, default=224, min_value=32, max_value=1024,
+        help_text="Side the cameras are resized to, with padding (openpi's LIBERO example: 224)")
+    timeoutSeconds = StrictFloatField(  # noqa: N815
+        required=False, default=30.0, min_value=0.1, max_value=600.0,
+        help_text="One call's time limit: the connection is dropped past it and the episode errors")
+
+    def validate_url(self, value: str) -> str:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - a malformed port raises here
+        except ValueError:
+            raise serializers.ValidationError("is not a URL") from None
+        if parts.scheme not in ("ws", "wss") or not parts.hostname:
+            raise serializers.ValidationError("must be a ws:// or wss:// URL with a host")
+        return value
+
+
 class ModelEntrySerializer(serializers.Serializer):
     """One model (policy) to evaluate. A bare string is accepted as ``{"model": "<string>"}``."""
 
@@ -100,8 +132,12 @@ class ModelEntrySerializer(serializers.Serializer):
         max_length=300,
         help_text="Model reference: `namespace/repository[/checkpoint][:tag|@sha256:…]`, e.g. "
         "`prebuilt/classic-control-heuristics` or `prebuilt/ppo/cartpole`. Without a tag the repository's "
-        "current version is used; the resolved digest is recorded in the effective config.",
+        "current version is used; the resolved digest is recorded in the effective config. With `endpoint`: a "
+        "display label for the policy server.",
     )
+    endpoint = PolicyEndpointSerializer(required=False, help_text="A policy server to call instead of an image "
+                                        "(`model` is then its label): `{\"url\": \"ws://…\", \"protocol\": "
+                                        "\"openpi\"}`")
     envVars = EnvVarsField(  # noqa: N815 - wire name
         child=StrictCharField(allow_blank=True, max_length=4096, trim_whitespace=False),
         required=False,

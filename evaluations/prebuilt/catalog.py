@@ -22,6 +22,8 @@ from .lerobot.smolvla import DOCS_PAGE as SMOLVLA_DOCS
 
 #: The endpoint bridge: a model only the /agents API can configure (its ``load`` kwargs are a run's endpoint).
 AGENT_ENDPOINT_MODEL = "prebuilt/agent-endpoint"
+#: The openpi bridge: a model only a ``/v1`` model entry's ``endpoint`` configures (a policy server's URL).
+OPENPI_ENDPOINT_MODEL = "prebuilt/openpi-endpoint"
 
 WEIGHTS_DIR = Path(__file__).with_name("weights")
 #: Version label listing the only env repositories a model can act in (comma-separated), checked at submit.
@@ -50,6 +52,10 @@ TIMING_DEPENDENT = "timing"
 #: give each numeric parameter (``planning.tasks`` refuses past it, naming the path and the range). Every size
 #: parameter of the catalog's envs has one: a frame's side costs its square in the worker's memory on every step.
 PARAM_BOUNDS_LABEL = "dev.rlmesh.platform.param-bounds"
+#: Version label of an env: JSON ``{"index": i, "open": ±1}``, the action component that drives its gripper and that
+#: component's sign when open; its episodes start with the gripper open (LIBERO's demonstrations do). The first-action
+#: check (``domain.conventions``) warns when a model closes it from the first step on most init states.
+GRIPPER_LABEL = "dev.rlmesh.platform.gripper"
 #: The largest side of a rendered frame or image observation the catalog's envs accept (pixels): 1024² RGB is 3 MiB
 #: a frame, 1.5 GiB over Meta-World's 500 steps, which the recording cap (RLMESH_RECORD_MAX_BYTES) already stops.
 MAX_FRAME_SIDE = 1024
@@ -82,6 +88,8 @@ class PrebuiltImage:
     trajectory: str = ""
     #: For an env: the inclusive range of each numeric make parameter a task may set (``PARAM_BOUNDS_LABEL``).
     param_bounds: dict = field(default_factory=dict)
+    #: For an env: its gripper's action component and open sign (``GRIPPER_LABEL``); empty: none declared.
+    gripper: dict = field(default_factory=dict)
 
     @property
     def labels(self) -> dict:
@@ -98,6 +106,8 @@ class PrebuiltImage:
             labels[TRAJECTORY_LABEL] = self.trajectory
         if self.param_bounds:
             labels[PARAM_BOUNDS_LABEL] = json.dumps(self.param_bounds, sort_keys=True)
+        if self.gripper:
+            labels[GRIPPER_LABEL] = json.dumps(self.gripper, sort_keys=True)
         return labels
 
     @property
@@ -155,6 +165,17 @@ def declared_bounds(version) -> dict[str, tuple[float, float]]:
                 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pair)):
             bounds[str(name)] = (pair[0], pair[1])
     return bounds
+
+
+def declared_gripper(version) -> dict | None:
+    """An env version's declared gripper (``GRIPPER_LABEL``): ``{"index": int, "open": ±1}``, or None."""
+    try:
+        raw = json.loads((version.labels or {}).get(GRIPPER_LABEL) or "null") if version is not None else None
+    except (TypeError, ValueError):
+        return None
+    if isinstance(raw, dict) and isinstance(raw.get("index"), int) and raw.get("open") in (-1, 1):
+        return {"index": raw["index"], "open": raw["open"]}
+    return None
 
 
 def declared_pace(version) -> dict[str, float]:
@@ -305,6 +326,8 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
               "renderSeconds": 0.15},
         # make builds the robosuite scene before the server listens: 2–5 s idle, minutes on a loaded host
         ready_seconds=300,
+        # OSC_POSE delta control: action[6] drives the gripper, −1 open (LIBERO's demonstrations start open)
+        gripper={"index": 6, "open": -1},
     ),
     PrebuiltImage(
         name="libero-expert",
@@ -353,6 +376,16 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
         scenarios=_shop_scenarios(),
         trajectory=TIMING_DEPENDENT,  # a web page in Chromium, as MiniWoB
         param_bounds={"max_steps": [0, STEP_BOUND], "seed": [0, 2**31 - 1]},
+    ),
+    PrebuiltImage(
+        name="openpi-endpoint",
+        kind="model",
+        source="python://evaluations.prebuilt.openpi.policy:OpenPIPolicy",
+        description="A policy served by its owner in openpi's websocket protocol (serve_policy.py: π0, π0.5), bridged "
+        "to rlmesh: LIBERO's cameras and state mapped as openpi's LIBERO example maps them, each reply's action chunk "
+        "replayed; configured by a model entry's endpoint.",
+        envs=("prebuilt/libero",),
+        observes=("state", "images"),
     ),
     PrebuiltImage(
         name="agent-endpoint",

@@ -26,6 +26,7 @@ from .workers import worker_identity
 
 __all__ = [
     "CancelRefused",
+    "add_warnings",
     "cancel_evaluation",
     "claim_shard",
     "create_evaluation",
@@ -56,7 +57,8 @@ def create_evaluation(*, plan: Plan, raw_body: str, organization: Organization, 
     """
     with transaction.atomic():
         evaluation = Evaluation.objects.create(
-            organization=organization, creator=creator, api_key=api_key, request_raw=raw_body, **plan.evaluation_fields()
+            organization=organization, creator=creator, api_key=api_key, request_raw=plan.stored_raw(raw_body),
+            **plan.evaluation_fields()
         )
         shard_ids: list[int] = []
         for index, planned in enumerate(plan.workloads):
@@ -274,6 +276,19 @@ def still_claimed(shard: Shard) -> bool:
     """Whether this process still holds the shard (the reaper may have given it to another worker while this one
     was stopped or cut off); checked by the shard loop between episodes."""
     return Shard.objects.filter(pk=shard.pk, status=ShardStatus.RUNNING, claimed_by=shard.claimed_by).exists()
+
+
+@survives_restarts
+def add_warnings(evaluation: Evaluation, warnings: list[str]) -> list[str]:
+    """Append ``warnings`` to the evaluation's (``GET /v1/evaluations/{id}`` ``warnings``, the dashboard) once each,
+    whatever shards add them at once; the ones that were new."""
+    with transaction.atomic():
+        current = list(Evaluation.objects.select_for_update().filter(pk=evaluation.pk)
+                       .values_list("warnings", flat=True).first() or [])
+        new = [w for w in dict.fromkeys(warnings) if w not in current]
+        if new:
+            Evaluation.objects.filter(pk=evaluation.pk).update(warnings=current + new)
+    return new
 
 
 @survives_restarts

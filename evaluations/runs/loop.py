@@ -21,6 +21,8 @@ from . import workers
 from .lifecycle import (
     claim_shard, end_shard, finalize_evaluation, heartbeat, is_stopping, log, record_episode, still_claimed,
 )
+from .conventions import check_first_actions
+from .outcome import error_fields
 from .runner import ShardRunner
 
 __all__ = ["run_shard"]
@@ -77,6 +79,7 @@ def _run_episodes(shard: Shard, runner: ShardRunner, todo: list[int]) -> tuple[s
     evaluation = shard.evaluation
     reruns: dict[int, int] = {}
     queue = list(todo)
+    checked = False
     while queue:
         index = queue.pop(0)
         if not still_claimed(shard):
@@ -92,6 +95,11 @@ def _run_episodes(shard: Shard, runner: ShardRunner, todo: list[int]) -> tuple[s
         if not runner.admit(lambda: not still_claimed(shard) or is_stopping(evaluation.pk) or _wall_cap(runner) is None):
             queue.insert(0, index)  # stopped while waiting for host memory: the checks above say why
             continue
+        if not checked:  # the model's first actions, before an episode counts (runs.conventions)
+            checked = True
+            findings = check_first_actions(runner, [index, *queue])
+            if findings is not None and findings.errors:
+                return _not_run(shard, runner, [index, *queue], findings.errors[0])
         outcome = runner.run_episode(index, wall_cap=wall_cap, stop=lambda: is_stopping(evaluation.pk))
         if outcome is None:  # cancelled while its servers started: the episode did not begin
             return ShardStatus.CANCELLED, ""
@@ -112,6 +120,15 @@ def _run_episodes(shard: Shard, runner: ShardRunner, todo: list[int]) -> tuple[s
                     level=LogLevel.ERROR, shard=shard)
             runner.close()
     return ShardStatus.COMPLETED, ""
+
+
+def _not_run(shard: Shard, runner: ShardRunner, indices: list[int], error: str) -> tuple[str, str]:
+    """Record each of ``indices`` as not run (no verdict: counted by its reason, in no rate) for ``error``, a finding
+    of the first-action check; the shard's final ``(status, error)``."""
+    for index in indices:
+        record_episode(shard=shard, index=index, **error_fields(
+            {"seed": runner.workload.seed_for(index)}, f"not run: the first-action check failed: {error}"))
+    return ShardStatus.FAILED, f"the first-action check failed: {error}"
 
 
 def run_shard(shard_id: int) -> str | None:

@@ -80,10 +80,24 @@ def is_agent_workload(workload) -> bool:
     return bool(scenario and scenario.get("tools"))
 
 
+#: The openpi bridge's source (prebuilt/openpi-endpoint): a policy server named by a model entry's endpoint.
+OPENPI_SOURCE = "python://evaluations.prebuilt.openpi.policy:OpenPIPolicy"
+
+
 def model_secrets(evaluation, workload) -> dict[str, str]:
-    """Environment variables only the platform names, for the model server: for the bridge, the operator's
-    allowance for private targets (``ALLOW_PRIVATE_ENV``, always set, ``true`` or ``false``) and the endpoint key."""
-    if workload.model_version is None or workload.model_version.source != BRIDGE_SOURCE:
+    """Environment variables only the platform names, for the model server: for the agent and openpi bridges, the
+    operator's allowance for private targets (``ALLOW_PRIVATE_ENV``, always set, ``true`` or ``false``) and the
+    endpoint key (the run's, or the workload's own for a policy server)."""
+    source = workload.model_version.source if workload.model_version is not None else ""
+    if source == OPENPI_SOURCE:
+        out = {ALLOW_PRIVATE_ENV: "true" if settings.RLMESH_AGENT_ALLOW_PRIVATE_TARGETS else "false"}
+        if not workload.model_secret:
+            return out
+        try:
+            return {**out, KEY_ENV: decrypt(workload.model_secret)}
+        except SecretUnreadable as exc:
+            raise RuntimeBackendError(f"the policy server's key cannot be used: {exc}") from None
+    if source != BRIDGE_SOURCE:
         return {}
     out = {ALLOW_PRIVATE_ENV: "true" if settings.RLMESH_AGENT_ALLOW_PRIVATE_TARGETS else "false"}
     if not evaluation.endpoint_key:
