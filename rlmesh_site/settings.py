@@ -127,14 +127,11 @@ RLMESH_DB_POOL_MAX = env_int("RLMESH_DB_POOL_MAX", 16)
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'rlmesh.sqlite3'}"),
-        conn_max_age=RLMESH_DB_CONN_MAX_AGE, conn_health_checks=not RLMESH_ASGI,
+        conn_max_age=RLMESH_DB_CONN_MAX_AGE, conn_health_checks=True,  # pooled ones too, as they leave the pool
     )
 }
-if RLMESH_ASGI and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # checked as it leaves the pool:
-    from psycopg_pool import ConnectionPool  # a PostgreSQL restart leaves the pool's connections dead
-
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 1, "max_size": RLMESH_DB_POOL_MAX, "timeout": 30, "check": ConnectionPool.check_connection}
+if RLMESH_ASGI and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": RLMESH_DB_POOL_MAX, "timeout": 30}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server read while a worker writes; IMMEDIATE transactions take the write
     # lock up front so concurrent writers wait (timeout) instead of failing with "database is locked".
@@ -368,9 +365,10 @@ RLMESH_CONTAINER_ENV_TRANSPORT = os.environ.get("RLMESH_CONTAINER_ENV_TRANSPORT"
 #: Dotted path of the runtime backend for trusted (prebuilt) sources.
 RLMESH_RUNTIME = os.environ.get("RLMESH_RUNTIME", "evaluations.runtime.local.LocalRuntime")
 RLMESH_WORKFLOW_EDITION = env_str("RLMESH_WORKFLOW_EDITION", "2026.06")
-#: Interpreters of ``python+<name>://`` sources (scripts/setup-<name>.sh); SmolVLA LIBERO weights (docs/running/smolvla-weights.md).
+#: Interpreters of ``python+<name>://`` sources (scripts/setup-<name>.sh).
 RLMESH_PYTHON_ENVS = {n: os.environ.get(f"RLMESH_{n.upper()}_PYTHON", str(BASE_DIR / f".venv-{n}" / "bin" / "python")) for n in ("metaworld", "libero", "lerobot")}
-RLMESH_SMOLVLA_LIBERO_DIR, RLMESH_SMOLVLA_BACKBONE_DIR = env_str("RLMESH_SMOLVLA_LIBERO_DIR"), env_str("RLMESH_SMOLVLA_BACKBONE_DIR")
+# Weights and checkpoints an operator installs (SmolVLA, LeRobot checkpoints, hub-only files): rlmesh_site/weights.py.
+from rlmesh_site.weights import *  # noqa: E402, F403
 #: The shards of one workload on a host share one model server (rlmesh model servers take many sessions).
 RLMESH_SHARE_MODEL_SERVERS = env_bool("RLMESH_SHARE_MODEL_SERVERS", True)
 RLMESH_LOCAL_FORKSERVER = env_bool("RLMESH_LOCAL_FORKSERVER", True)  # fork local servers: runtime.forkserver

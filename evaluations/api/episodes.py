@@ -146,6 +146,7 @@ def _episode_dict(e, public_id: str) -> dict:
         "wallMs": e.wall_ms,
         "predictMs": e.predict_ms,
         "stepMs": e.step_ms,
+        "checkpointSha256": (e.workload.model_kwargs or {}).get("sha256") or None,
         "trajectoryDigest": e.trajectory_digest or None,
         "digestComparable": e.digest_comparable if e.trajectory_digest else None,
         "startedAt": e.started_at,

@@ -114,8 +114,11 @@ class PlannedModel:
 
     def config(self) -> dict:
         v = self.image.version
+        files = (v.checkpoints.get(self.image.checkpoint) or {}).get("lerobot", {}) if self.image.checkpoint else {}
         return {"model": self.image.reference, "repository": v.repository.path, "checkpoint": self.image.checkpoint,
                 "digest": v.digest, "source": v.source, "envVars": self.env_vars,
+                # Which checkpoint ran: the SHA-256 of its files (an installed LeRobot checkpoint's).
+                **({"checkpointSha256": files["sha256"]} if files.get("sha256") else {}),
                 # Requested but not applied (a trusted source runs on the worker host): named, so the config is true.
                 **({"envVarsIgnored": sorted(self.requested_env_vars)} if self.requested_env_vars and not self.env_vars
                    else {})}

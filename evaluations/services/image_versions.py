@@ -16,14 +16,20 @@ __all__ = ["MalformedReference", "ReferenceError_", "ResolvedImage", "parse_refe
 
 @transaction.atomic
 def sync_prebuilt() -> None:
-    """Create or update one repository and current version per entry of ``prebuilt.catalog.PREBUILT``.
+    """Create or update one repository and current version per entry of ``prebuilt.catalog.PREBUILT``, and
+    ``prebuilt/lerobot`` with the checkpoints installed under ``RLMESH_LEROBOT_CHECKPOINTS`` now.
 
     Idempotent: an unchanged entry keeps its version; a changed one gets a new version (new digest) that
     becomes current, and older versions stay for the evaluations that pinned them.
     """
-    from ..prebuilt.catalog import PREBUILT, describe_source
+    from django.conf import settings
 
-    for image in PREBUILT:
+    from ..prebuilt.catalog import PREBUILT, describe_source
+    from ..prebuilt.lerobot.checkpoints import HUB_FOLDERS
+    from ..prebuilt.lerobot.entry import lerobot_image
+
+    hub = {name: str(getattr(settings, name, "") or "") for needs in HUB_FOLDERS.values() for name, _ in needs if name}
+    for image in (*PREBUILT, lerobot_image(str(settings.RLMESH_LEROBOT_CHECKPOINTS or ""), hub)):
         repo, _ = ImageRepository.objects.update_or_create(
             namespace=PREBUILT_NAMESPACE,
             name=image.name,

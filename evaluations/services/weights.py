@@ -11,12 +11,35 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from ..prebuilt.lerobot import checkpoints as lerobot_checkpoints
 from ..prebuilt.lerobot import smolvla
 
 __all__ = ["CHECKS", "weights_kwargs", "weights_problem", "weights_status"]
 
+
+def _lerobot_problem(root: str = "", folder: str = "", sha256: str = "") -> str | None:
+    """Why the LeRobot checkpoint ``root/folder`` cannot run here now (naming the setting or the folder to install);
+    None when it loads, with the files the catalog read (``sha256``)."""
+    from pathlib import Path
+
+    setting = lerobot_checkpoints.SETTING
+    if not root:
+        return f"{setting} is not set: an operator installs LeRobot checkpoints there ({_DOCS})"
+    hub = {name: str(getattr(settings, name, "") or "") for needs in lerobot_checkpoints.HUB_FOLDERS.values()
+           for name, _ in needs if name}
+    report = lerobot_checkpoints.inspect(Path(root) / folder, hub)
+    if report["problem"]:
+        return f"the LeRobot checkpoint {folder} ({setting}/{folder}): {report['problem']}"
+    if sha256 and report["sha256"] != sha256:
+        return (f"the LeRobot checkpoint {folder} changed since the catalog read it: an operator runs `manage.py "
+                "migrate` to read it again")
+    return None
+
+
+_DOCS = "docs/running/lerobot-checkpoints.md"
 #: Check name → ``problem(**load kwargs) -> str | None`` (the model's own check: it also runs in the model server).
-CHECKS = {"smolvla-libero": lambda policy_dir="", backbone_dir="": smolvla.weights_problem(policy_dir, backbone_dir)}
+CHECKS = {"smolvla-libero": lambda policy_dir="", backbone_dir="": smolvla.weights_problem(policy_dir, backbone_dir),
+          "lerobot-checkpoint": _lerobot_problem}
 
 
 def _declared(checkpoints: dict, checkpoint: str | None) -> dict:
@@ -39,7 +62,8 @@ def weights_problem(checkpoints: dict, checkpoint: str | None) -> str | None:
     check = CHECKS.get(declared.get("check", ""))
     if check is None:
         return f"the weights of this checkpoint cannot be checked (unknown check {declared.get('check')!r})"
-    return check(**weights_kwargs(checkpoints, checkpoint))
+    load = (checkpoints.get(checkpoint) or {}).get("load") or {}
+    return check(**{**load, **weights_kwargs(checkpoints, checkpoint)})
 
 
 def weights_status(checkpoints: dict) -> list[dict]:

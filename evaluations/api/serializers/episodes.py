@@ -66,6 +66,9 @@ class EpisodeSerializer(serializers.Serializer):
     wallMs = serializers.FloatField(allow_null=True)  # noqa: N815
     predictMs = serializers.FloatField(allow_null=True, help_text="mean per-step model predict latency")  # noqa: N815
     stepMs = serializers.FloatField(allow_null=True, help_text="mean per-step env step latency")  # noqa: N815
+    checkpointSha256 = serializers.CharField(  # noqa: N815
+        allow_null=True, help_text="which checkpoint ran: the SHA-256 of an installed LeRobot checkpoint's files "
+        "(prebuilt/lerobot/<folder>); null for other models")
     trajectoryDigest = serializers.CharField(  # noqa: N815
         allow_null=True, help_text="SHA-256 (64 hex characters) over the episode's observations (camera frames by "
         "shape only), actions, rewards and end flags in a canonical encoding: the same task, seed, model and model "

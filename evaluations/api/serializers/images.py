@@ -25,6 +25,18 @@ class CheckpointWeightsSerializer(serializers.Serializer):
     docs = serializers.CharField(help_text="the operator's page on installing them")
 
 
+class LeRobotCheckpointSerializer(serializers.Serializer):
+    checkpoint = serializers.CharField(help_text="the folder under RLMESH_LEROBOT_CHECKPOINTS: prebuilt/lerobot/<it>")
+    type = serializers.CharField(allow_null=True, help_text="the policy type its config.json names (act, pi05, …)")
+    inputs = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()),
+                                   help_text="input feature → shape")
+    outputs = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()),
+                                    help_text="output feature → shape")
+    sha256 = serializers.CharField(allow_null=True, help_text="SHA-256 over its files (paths and bytes)")
+    loads = serializers.BooleanField(help_text="whether it loads here")
+    problem = serializers.CharField(allow_null=True, help_text="what it needs or why it is refused, when it does not")
+
+
 class ImageVersionSerializer(serializers.Serializer):
     digest = serializers.CharField()
     tags = serializers.ListField(child=serializers.CharField())
@@ -38,8 +50,18 @@ class ImageVersionSerializer(serializers.Serializer):
         help_text="checkpoints whose weights an operator installs: whether they are installed, the settings naming "
         "their folders and the docs page (empty for every other image)")
 
+    lerobot = serializers.SerializerMethodField(
+        help_text="LeRobot checkpoints an operator installed (prebuilt/lerobot): each one's type, features, whether "
+        "it loads here and what it needs (empty for every other image)")
+
     def get_checkpoints(self, obj) -> list[str]:
         return list(obj.checkpoints)
+
+    @extend_schema_field(LeRobotCheckpointSerializer(many=True))
+    def get_lerobot(self, obj) -> list[dict]:
+        return [{"checkpoint": name, **{k: c["lerobot"].get(k) for k in ("type", "inputs", "outputs", "sha256", "loads",
+                                                                          "problem")}}
+                for name, c in obj.checkpoints.items() if isinstance(c, dict) and c.get("lerobot")]
 
     @extend_schema_field(CheckpointWeightsSerializer(many=True))
     def get_weights(self, obj) -> list[dict]:

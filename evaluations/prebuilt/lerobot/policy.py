@@ -1,0 +1,144 @@
+"""Any LeRobot checkpoint as an rlmesh model on LIBERO (``python+lerobot://evaluations.prebuilt.lerobot.policy:
+LeRobotPolicy``, the catalog's ``prebuilt/lerobot/<folder>``), loaded the way LeRobot loads it: the checkpoint
+inspected first (:mod:`.checkpoints`: JSON and safetensors only, hub-only files refused), ``PreTrainedConfig.
+from_pretrained``, the type's class (``get_policy_class``) and its ``from_pretrained``, then
+``make_pre_post_processors`` with the saved pipelines. Runs in ``.venv-lerobot``; torch and lerobot are imported only
+in :meth:`LeRobotPolicy.load`.
+
+**Observation → batch**, as ``lerobot_eval.rollout`` builds it: ``preprocess_observation`` of ``pixels`` (``image``,
+``image2``) and ``agent_pos`` gives ``observation.images.image``, ``observation.images.image2`` and
+``observation.state``; the instruction is the ``task``. A checkpoint whose cameras are named otherwise takes LIBERO's
+in order, agentview first (:func:`camera_map`), or as a ``rename_map`` (``{"observation.images.image":
+"observation.images.top", …}``) says, applied to the batch.
+
+**Per episode**: each rlmesh episode keeps the policy's action queues (``_queues`` / ``_action_queue``, refilled when
+empty), and every new chunk is computed with torch's generator seeded from the episode's seed and the chunk's index,
+so an episode's actions depend on its seed alone, whatever other episodes ran in between.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import rlmesh
+
+from .checkpoints import HUB_FOLDERS, SETTING, inspect
+from .smolvla import OFFLINE_ENV, instruction_of
+
+__all__ = ["LeRobotPolicy"]
+
+#: Attributes in which lerobot 0.4.4's policies keep the state of an episode (action and observation queues).
+QUEUE_ATTRS = ("_queues", "_action_queue")
+#: The backbone weights ACT, Diffusion Policy and VQ-BeT would fetch from torchvision when built; a checkpoint
+#: carries its trained backbone.
+BACKBONE_INIT = "pretrained_backbone_weights"
+
+
+class LeRobotPolicy(rlmesh.numpy.Model):
+    """A LeRobot checkpoint on LIBERO observations (the module docstring); action float32 (7,) in [-1, 1].
+
+    ``load(folder, root="", device="", rename_map="", sha256="")``: the checkpoint ``root/folder`` (``root`` defaults
+    to ``$RLMESH_LEROBOT_CHECKPOINTS``), whose files must hash to ``sha256`` when given (what the catalog read);
+    FileNotFoundError naming what is missing, refused or changed."""
+
+    workflow_edition = "2026.06"
+    spec = rlmesh.NO_ADAPTER  # reads LeRobot's LIBERO observation keys itself
+
+    def load(self, folder: str = "", root: str = "", device: str = "", rename_map: str = "", sha256: str = "") -> None:
+        self.policy = None
+        if not folder:
+            return  # built to be described: a checkpoint is named by the catalog's load kwargs
+        root = root or os.environ.get(SETTING, "")
+        path = Path(root) / folder
+        if not root or Path(folder).name != folder:
+            raise FileNotFoundError(f"no LeRobot checkpoint {folder!r} under {SETTING}")
+        report = inspect(path)
+        if report["problem"]:
+            raise FileNotFoundError(f"the LeRobot checkpoint {folder}: {report['problem']}")
+        if sha256 and report["sha256"] != sha256:
+            raise FileNotFoundError(f"the LeRobot checkpoint {folder} changed since the catalog read it ({sha256}, now "
+                                    f"{report['sha256']}): an operator runs `manage.py migrate` to read it again")
+        os.environ.update(OFFLINE_ENV)
+        import torch
+
+        self.torch = torch
+        self.torch_device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.rename = json.loads(rename_map) if rename_map else camera_map(report["inputs"])
+        self.type = report["type"]
+        self.policy, self.preprocessor, self.postprocessor = _build(path, self.type, self.torch_device)
+        self.device = None  # numpy model: rlmesh moves nothing; the preprocessor's device step does
+        self._lock = threading.Lock()
+
+    def batch(self, observation) -> dict:
+        """LeRobot's policy input for one observation, before the checkpoint's preprocessor."""
+        from lerobot.envs.utils import preprocess_observation
+
+        batch = preprocess_observation({
+            "pixels": {k: np.ascontiguousarray(v, dtype=np.uint8) for k, v in observation["pixels"].items()},
+            "agent_pos": np.asarray(observation["agent_pos"], dtype=np.float32)})
+        batch = {self.rename.get(k, k): v for k, v in batch.items()}
+        batch["task"] = [instruction_of(observation)]
+        return batch
+
+    def predict(self, observation, context=None):
+        """The next action of the episode's queue, or the first of a new chunk (computed with the episode's seeded
+        generator)."""
+        if self.policy is None:
+            raise RuntimeError("no checkpoint loaded: load(folder=…) names one")
+        episode = context["state"] if context is not None else {}
+        with self._lock, self.torch.inference_mode():
+            if "queues" not in episode:
+                self.policy.reset()
+                episode["queues"] = {a: getattr(self.policy, a) for a in QUEUE_ATTRS if hasattr(self.policy, a)}
+                seed = context.get("episode_seed") if context is not None else None
+                episode["seed"], episode["chunks"] = int(seed) if seed is not None else 0, 0
+            for name, value in episode["queues"].items():
+                setattr(self.policy, name, value)
+            # Each call that may compute a chunk draws from a generator of (episode seed, call): the episode's
+            # actions follow from its seed, whatever ran before.
+            self.torch.manual_seed((episode["seed"] * 1_000_003 + episode["chunks"]) % 2**63)
+            episode["chunks"] += 1
+            action = self.postprocessor(self.policy.select_action(self.preprocessor(self.batch(observation))))
+        return np.clip(action.reshape(-1).float().cpu().numpy(), -1.0, 1.0).astype(np.float32)
+
+
+#: LIBERO's cameras as ``preprocess_observation`` names them: agentview, then wrist.
+LIBERO_CAMERAS = ("observation.images.image", "observation.images.image2")
+
+
+def camera_map(inputs: dict) -> dict[str, str]:
+    """The rename a checkpoint needs when its cameras are named otherwise than LIBERO's: its visual inputs (3-dim
+    shapes) that are not LIBERO's names take LIBERO's cameras in order (agentview first); {} when they match."""
+    cameras = [name for name, shape in inputs.items() if len(shape) == 3 and name not in LIBERO_CAMERAS]
+    free = [c for c in LIBERO_CAMERAS if c not in inputs]
+    return dict(zip(free, cameras))
+
+
+def _build(path: Path, policy_type: str, device: str):
+    """``(policy, preprocessor, postprocessor)`` of the checkpoint at ``path``, on ``device``, offline."""
+    from lerobot.configs.policies import PreTrainedConfig
+    from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+
+    config = PreTrainedConfig.from_pretrained(str(path))
+    config.device = device
+    if hasattr(config, BACKBONE_INIT):
+        setattr(config, BACKBONE_INIT, None)
+    overrides = {"device_processor": {"device": device}}
+    hub = {setting: os.environ.get(setting, "") for setting, _ in HUB_FOLDERS.get(policy_type, []) if setting}
+    if policy_type == "smolvla":
+        config.vlm_model_name, config.load_vlm_weights = hub["RLMESH_SMOLVLA_BACKBONE_DIR"], False
+        overrides["tokenizer_processor"] = {"tokenizer_name": hub["RLMESH_SMOLVLA_BACKBONE_DIR"]}
+    elif policy_type in ("pi0", "pi05", "pi0_fast"):
+        overrides["tokenizer_processor"] = {"tokenizer_name": hub["RLMESH_PALIGEMMA_TOKENIZER_DIR"]}
+    elif policy_type == "xvla":
+        config.tokenizer_name = hub["RLMESH_BART_TOKENIZER_DIR"]
+    policy = get_policy_class(policy_type).from_pretrained(str(path), config=config).to(device).eval()
+    present = {step["registry_name"] for step in json.loads((path / "policy_preprocessor.json").read_text())["steps"]
+               if isinstance(step, dict) and "registry_name" in step}
+    pre, post = make_pre_post_processors(config, pretrained_path=str(path), preprocessor_overrides={
+        k: v for k, v in overrides.items() if k in present})
+    return policy, pre, post
