@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from celery import current_app
 from django.db import transaction
 
-__all__ = ["BUILD_DATASET_EXPORT", "DELIVER_WEBHOOK", "RUN_SHARD", "PROBE_IMAGE", "REAP_SHARDS", "request_reap",
-           "send_dataset_export", "send_probe", "send_shards", "send_webhook"]
+__all__ = ["BUILD_CHECKPOINT_UPLOAD", "BUILD_DATASET_EXPORT", "DELIVER_WEBHOOK", "RUN_SHARD", "PROBE_IMAGE", "REAP_SHARDS", "request_reap",
+           "send_checkpoint_upload", "send_dataset_export", "send_probe", "send_shards", "send_webhook"]
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +24,7 @@ PROBE_IMAGE = "evaluations.probe_image"
 REAP_SHARDS = "evaluations.reap_shards"
 DELIVER_WEBHOOK = "evaluations.deliver_webhook"
 BUILD_DATASET_EXPORT = "evaluations.build_dataset_export"
+BUILD_CHECKPOINT_UPLOAD = "evaluations.build_checkpoint_upload"
 
 
 def _task(name: str):
@@ -77,3 +78,8 @@ def send_dataset_export(export_id: int, *, countdown: float | None = None) -> No
     """Send the ``build_dataset_export`` message for a dataset export once the current transaction commits
     (``countdown`` seconds from then: an export waiting for a build slot)."""
     transaction.on_commit(lambda: _send(BUILD_DATASET_EXPORT, export_id, countdown=countdown), robust=True)
+
+
+def send_checkpoint_upload(upload_id: int) -> None:
+    """Send the ``build_checkpoint_upload`` message for a dashboard upload once the current transaction commits."""
+    transaction.on_commit(lambda: _send(BUILD_CHECKPOINT_UPLOAD, upload_id), robust=True)

@@ -257,3 +257,34 @@ class ImportForm(forms.Form):
     )
     name = forms.CharField(max_length=200, required=False, validators=[validate_display_text],
                            help_text="optional; default: Import of <file name>")
+
+
+class CheckpointUploadForm(forms.Form):
+    """A LeRobot checkpoint folder, archived, to become the organization's model-car image ``repository:tag``
+    (services.model_cars)."""
+
+    repository = forms.CharField(max_length=128, help_text="a repository name in your namespace, e.g. act-libero")
+    tag = forms.CharField(max_length=128, initial="latest")
+    archive = forms.FileField(
+        label="Checkpoint (.zip, .tar, .tar.gz)",
+        help_text="a LeRobot pretrained_model/ folder: config.json, model.safetensors and the saved processors",
+        widget=forms.ClearableFileInput(attrs={"accept": ".zip,.tar,.tar.gz,.tgz"}),
+    )
+
+    def clean_repository(self) -> str:
+        from .services.registry import is_repository_name
+
+        name = self.cleaned_data["repository"].strip()
+        if "/" in name or not is_repository_name(f"ns/{name}"):
+            raise ValidationError("lowercase letters, digits and single . _ - between them (no /): the name in your "
+                                  "namespace")
+        return name
+
+    def clean_tag(self) -> str:
+        from .services.image_versions import tag_problem
+
+        tag = self.cleaned_data["tag"].strip()
+        problem = tag_problem(tag)
+        if problem:
+            raise ValidationError(problem)
+        return tag

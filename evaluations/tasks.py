@@ -50,6 +50,15 @@ def probe_image(version_id: int) -> None:
     probe_version(version_id)
 
 
+@shared_task(name=dispatch.BUILD_CHECKPOINT_UPLOAD, queue=MAINTENANCE_QUEUE, ignore_result=True, acks_late=True)
+def build_checkpoint_upload(upload_id: int) -> None:
+    """Build a LeRobot checkpoint uploaded from the dashboard into a model-car image and push it (see
+    services.model_cars.build_upload); a duplicate delivery does nothing."""
+    from .services.model_cars import build_upload
+
+    build_upload(upload_id)
+
+
 @shared_task(name=dispatch.DELIVER_WEBHOOK, queue=MAINTENANCE_QUEUE, ignore_result=True, acks_late=True)
 def deliver_webhook(evaluation_id: int, attempt: int = 1) -> None:
     """POST an ended evaluation's signed status document to its webhook (see webhooks.deliver); retries are sent

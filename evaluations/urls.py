@@ -37,6 +37,7 @@ urlpatterns = [
     re_path(r"^compare/?$", compare.compare, name="compare"),
     re_path(r"^images/?$", images.image_list, name="image_list"),
     path("images/versions/<int:version_id>/probes", images.image_reprobe, name="image_reprobe"),
+    path("images/checkpoints", images.checkpoint_upload, name="checkpoint_upload"),
     re_path(r"^settings/?$", settings.organization_settings, name="settings"),
     path("settings/api-keys/<int:key_id>/revoke", settings.api_key_revoke, name="api_key_revoke"),
     path("organizations/switch", organizations.organization_switch, name="organization_switch"),

@@ -21,9 +21,16 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 
-def largest_body() -> int:
-    """Bytes of the largest body any view reads: a result bundle (``RLMESH_IMPORT_MAX_BYTES``), or twice a JSON body's
-    limit (what a 411 reads and drops), plus a MiB of multipart framing."""
+#: The dashboard's checkpoint upload (evaluations.views.images.checkpoint_upload): its own, larger, limit.
+CHECKPOINT_UPLOAD_PATH = "/images/checkpoints"
+
+
+def largest_body(path: str = "") -> int:
+    """Bytes of the largest body a view at ``path`` reads: a checkpoint archive at :data:`CHECKPOINT_UPLOAD_PATH`
+    (``RLMESH_CHECKPOINT_UPLOAD_MAX_BYTES``); elsewhere a result bundle (``RLMESH_IMPORT_MAX_BYTES``) or twice a JSON
+    body's limit (what a 411 reads and drops); plus a MiB of multipart framing."""
+    if path == CHECKPOINT_UPLOAD_PATH:
+        return settings.RLMESH_CHECKPOINT_UPLOAD_MAX_BYTES + 2**20
     return max(settings.RLMESH_IMPORT_MAX_BYTES, 2 * settings.DATA_UPLOAD_MAX_MEMORY_SIZE) + 2**20
 
 
@@ -36,7 +43,7 @@ class BodyLimits:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") not in BODY_METHODS:
             return await self.app(scope, receive, send)
-        limit = largest_body()
+        limit = largest_body(scope.get("path", ""))
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length", b"").strip()
         if declared.isdigit() and int(declared) > limit:

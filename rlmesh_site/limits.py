@@ -32,3 +32,9 @@ RLMESH_ORG_DATASET_EXPORTS_BUILDING = env_int("RLMESH_ORG_DATASET_EXPORTS_BUILDI
 RLMESH_DATASET_EXPORTS_RUNNING = env_int("RLMESH_DATASET_EXPORTS_RUNNING", 1)
 #: Seconds an export waiting for a build slot waits before it asks again.
 RLMESH_DATASET_EXPORT_RETRY_SECONDS = env_float("RLMESH_DATASET_EXPORT_RETRY_SECONDS", 15.0)
+#: Bytes of files a LeRobot checkpoint carried by an organization's image (a model car) or uploaded from the dashboard
+#: may hold (evaluations/services/model_cars.py); what it is stored at also counts in the storage quota.
+RLMESH_MODEL_CAR_MAX_BYTES = env_int("RLMESH_MODEL_CAR_MAX_BYTES", 16 * 1024**3)
+#: Bytes of one LeRobot checkpoint archive uploaded from the dashboard (the catalog page): the largest body that path
+#: accepts (rlmesh_site/asgi.py).
+RLMESH_CHECKPOINT_UPLOAD_MAX_BYTES = env_int("RLMESH_CHECKPOINT_UPLOAD_MAX_BYTES", 4 * 1024**3)

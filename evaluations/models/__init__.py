@@ -5,7 +5,7 @@ from .baselines import Baseline
 from .datasets import DatasetExport
 from .evaluations import Episode, Evaluation, EvaluationLog, Shard, Workload
 from .identity import AuthSession, DeviceAuthorization, Invitation, RefreshToken
-from .images import ImageRepository, ImageVersion
+from .images import CheckpointUpload, ImageRepository, ImageVersion
 from .organizations import ApiKey, Membership, Organization
 from .workers import WorkerProcess
 
@@ -13,6 +13,7 @@ __all__ = [
     "ApiKey",
     "AuthSession",
     "Baseline",
+    "CheckpointUpload",
     "DatasetExport",
     "DeviceAuthorization",
     "Invitation",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 from ..choices import ImageKind, ProbeStatus
 
-__all__ = ["ImageRepository", "ImageVersion"]
+__all__ = ["CheckpointUpload", "ImageRepository", "ImageVersion"]
 
 PREBUILT_NAMESPACE = "prebuilt"
 
@@ -85,6 +86,10 @@ class ImageVersion(models.Model):
     describe = models.JSONField(default=dict, blank=True)
     size = models.BigIntegerField(default=0, help_text="compressed size of the layers, bytes")
     pushed_at = models.DateTimeField(default=timezone.now)
+    #: A model-car image's LeRobot checkpoint as its probe read it (``services.model_cars``): ``{"path"`` in the image,
+    #: ``"type", "inputs", "outputs", "sha256", "storedBytes"}``; empty for every other image. ``storedBytes``: what
+    #: it counts in the organization's storage quota while usable.
+    lerobot = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-pushed_at"]
@@ -102,3 +107,31 @@ class ImageVersion(models.Model):
     def scenario(self, scenario_id: str) -> dict | None:
         """Return the catalog entry with this id, or None."""
         return next((s for s in self.scenarios if s["id"] == scenario_id), None)
+
+
+class CheckpointUpload(models.Model):
+    """A LeRobot checkpoint folder uploaded from the dashboard, built into a model-car image and pushed to the
+    organization's ``repository:tag`` (``services.model_cars.build_and_push``); the push then makes a version probed
+    as any other. ``status``: queued → building → pushed, or failed with ``error``."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        BUILDING = "building"
+        PUSHED = "pushed"
+        FAILED = "failed"
+
+    organization = models.ForeignKey("Organization", on_delete=models.CASCADE, related_name="checkpoint_uploads")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    repository = models.CharField(max_length=128, help_text="the repository name in the organization's namespace")
+    tag = models.CharField(max_length=128)
+    size = models.BigIntegerField(default=0, help_text="bytes of the uploaded archive")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.repository}:{self.tag} ({self.status})"

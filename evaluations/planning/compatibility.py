@@ -5,6 +5,8 @@ must resolve an rlmesh adapter against the env's recorded tags and spaces (:mod:
 from __future__ import annotations
 
 from ..prebuilt.catalog import ENVS_LABEL
+#: The env a LeRobot checkpoint acts in (its features are LIBERO's: ``prebuilt.lerobot.policy``).
+LIBERO_ENV = "prebuilt/libero"
 from .adapters import adapter_problem
 from .parse import model_path
 from .plan import PlannedModel, PlannedTask
@@ -19,6 +21,9 @@ def pair_problem(model: PlannedModel, task: PlannedTask, j: int, adapters: dict)
     if image.scenarios is not None and task.task_id not in image.scenarios:
         return (f'{image.reference} is incompatible with tasks[{j}] ({env.reference} {task.task_id}): '
                 f'it was trained for {", ".join(image.scenarios)}')
+    if image.version.lerobot and env.version.repository.path != LIBERO_ENV:
+        return (f"{image.reference} is a LeRobot checkpoint ({image.version.lerobot.get('type')}): it acts only in "
+                f"{LIBERO_ENV}; tasks[{j}].env is {env.reference}")
     allowed = (image.version.labels or {}).get(ENVS_LABEL)
     if allowed and env.version.repository.path not in allowed.split(","):
         return f"{image.reference} acts only in {allowed.replace(',', ', ')}; tasks[{j}].env is {env.reference}"
@@ -51,7 +56,7 @@ def compatibility_warnings(data: dict, models: list[PlannedModel | None], tasks:
     refuses ``spec=None`` there; the describe envelope records neither). Prebuilt models declare it."""
     warnings = []
     for i, model in enumerate(models):
-        if model is None or not model.image.version.source.startswith("oci://"):
+        if model is None or not model.image.version.source.startswith("oci://") or model.image.version.lerobot:
             continue
         if (model.image.version.describe or {}).get("model_spec"):
             continue

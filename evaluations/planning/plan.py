@@ -106,7 +106,8 @@ class PlannedModel:
 
     @property
     def env_vars(self) -> dict:
-        return self.requested_env_vars if self.image.version.source.startswith("oci://") else {}
+        v = self.image.version  # a model car runs in the platform's own LeRobot server, not in its image
+        return self.requested_env_vars if v.source.startswith("oci://") and not v.lerobot else {}
 
     def secret(self) -> str:
         """The model server's secret as stored (``Workload.model_secret``, encrypted): none but an endpoint's key."""
@@ -114,7 +115,8 @@ class PlannedModel:
 
     def config(self) -> dict:
         v = self.image.version
-        files = (v.checkpoints.get(self.image.checkpoint) or {}).get("lerobot", {}) if self.image.checkpoint else {}
+        files = ((v.checkpoints.get(self.image.checkpoint) or {}).get("lerobot", {}) if self.image.checkpoint
+                 else v.lerobot or {})
         return {"model": self.image.reference, "repository": v.repository.path, "checkpoint": self.image.checkpoint,
                 "digest": v.digest, "source": v.source, "envVars": self.env_vars,
                 # Which checkpoint ran: the SHA-256 of its files (an installed LeRobot checkpoint's).

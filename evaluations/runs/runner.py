@@ -25,6 +25,7 @@ from ..prebuilt.catalog import declared_memory, ready_timeout
 from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for, shared
 from ..runtime.memory import HostMemoryLedger, Reservation, default_ledger_path
 from ..runtime.local import LocalRuntime
+from ..services import model_cars
 from . import recording
 from .lifecycle import log
 from .outcome import EpisodeOutcome, close_quietly, completed_fields, error_fields
@@ -97,6 +98,8 @@ class ShardRunner:
         w = self.workload
         if kind == "env":
             return ServerSpec("env", w.env_version.source, dict(w.env_kwargs), ready_timeout=ready_timeout(w.env_version))
+        if w.model_version.lerobot:  # a model car: its checkpoint, read out of the image, in the LeRobot server
+            return model_cars.server_spec(w.model_version, dict(w.model_kwargs))
         return ServerSpec("model", w.model_version.source, dict(w.model_kwargs), dict(w.env_vars),
                           secrets=self.secrets())
 

@@ -11,7 +11,7 @@ from ..choices import ImageKind, ProbeStatus
 from ..models import ImageRepository, ImageVersion, Organization
 from ..models.images import PREBUILT_NAMESPACE
 
-__all__ = ["MalformedReference", "ReferenceError_", "ResolvedImage", "parse_reference", "reference_problem", "pick_version", "resolve_reference", "sync_prebuilt"]
+__all__ = ["MalformedReference", "ReferenceError_", "ResolvedImage", "parse_reference", "reference_problem", "pick_version", "resolve_reference", "sync_prebuilt", "tag_problem"]
 
 
 @transaction.atomic
@@ -25,11 +25,10 @@ def sync_prebuilt() -> None:
     from django.conf import settings
 
     from ..prebuilt.catalog import PREBUILT, describe_source
-    from ..prebuilt.lerobot.checkpoints import HUB_FOLDERS
     from ..prebuilt.lerobot.entry import lerobot_image
+    from .weights import hub_settings
 
-    hub = {name: str(getattr(settings, name, "") or "") for needs in HUB_FOLDERS.values() for name, _ in needs if name}
-    for image in (*PREBUILT, lerobot_image(str(settings.RLMESH_LEROBOT_CHECKPOINTS or ""), hub)):
+    for image in (*PREBUILT, lerobot_image(str(settings.RLMESH_LEROBOT_CHECKPOINTS or ""), hub_settings())):
         repo, _ = ImageRepository.objects.update_or_create(
             namespace=PREBUILT_NAMESPACE,
             name=image.name,
@@ -125,6 +124,13 @@ def _suffix_problem(tag: str | None, digest: str | None, path: str) -> str | Non
     return None
 
 
+def tag_problem(tag: str) -> str | None:
+    """Why ``tag`` cannot be an image tag (the distribution reference grammar), or None."""
+    if not _TAG.match(tag):
+        return 'up to 128 letters, digits, ".", "_" and "-", not starting with "." or "-"'
+    return None
+
+
 def reference_problem(ref: str) -> str | None:
     """Why ``ref`` is not a well-formed ``namespace/repository[/checkpoint][:tag|@sha256:…]``, in words naming the
     offending part (uppercase, a character a name cannot hold, a tag where a digest is expected, a missing
@@ -176,7 +182,10 @@ class ResolvedImage:
     @property
     def load_kwargs(self) -> dict:
         """Keyword arguments of the model's ``load()`` that select the checkpoint, with the folders of weights an
-        operator installed (services.weights) as their settings name them now."""
+        operator installed (services.weights) as their settings name them now; a model car's: the SHA-256 of the
+        checkpoint its probe read (the server refuses other files)."""
+        if self.version.lerobot:
+            return {"sha256": self.version.lerobot["sha256"]}
         if not self.checkpoint:
             return {}
         from .weights import weights_kwargs

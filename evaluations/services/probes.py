@@ -14,6 +14,7 @@ import logging
 import numpy as np
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from ..choices import ProbeStatus
@@ -22,6 +23,8 @@ from ..domain.text import nul_free
 from ..models import ImageRepository, ImageVersion
 from .. import dispatch
 from ..runtime import RuntimeBackendError, ServerSpec
+from .model_cars import LABEL as MODEL_CAR_LABEL
+from .model_cars import CheckpointRefused, folder_spec, inspect_folder, label_path, materialize
 
 __all__ = ["ProbeFailed", "probe_version", "queue_probe"]
 
@@ -252,6 +255,17 @@ def _inspect(version: ImageVersion, log: list[str], found: dict) -> None:
         raise ProbeFailed(f"image is {os_}/{arch}; build with --platform linux/amd64")
     log.append(f"ok    platform {os_}/{arch}")
     labels = found["labels"] = config.get("Labels") or {}
+    try:
+        found["model_car"] = label_path(labels)
+    except CheckpointRefused as exc:
+        raise ProbeFailed(str(exc)) from None
+    if found["model_car"]:
+        log.append(f"ok    label {MODEL_CAR_LABEL}: a LeRobot checkpoint at {found['model_car']} (a model car: the image "
+                   "is read, never run)")
+        if repo.kind == "env":
+            raise ProbeFailed(f"{repo.path} holds env images; a LeRobot checkpoint is a model")
+        found["kind"] = "model"
+        return
     envelope = found["envelope"] = _describe_label(labels, log)
     found["checkpoints"] = _package_checkpoints(labels, log)
     kind = _claimed_kind(config, envelope)
@@ -295,6 +309,44 @@ def _serve_and_smoke_test(version: ImageVersion, found: dict, log: list[str]) ->
         server.stop()
 
 
+def _probe_model_car(version: ImageVersion, found: dict, log: list[str]) -> None:
+    """Read the checkpoint out of a model-car image, inspect it as an installed checkpoint is inspected, check it fits
+    the organization's storage quota, and load it in the platform's LeRobot model server (one load, then stopped).
+    Fills ``found["lerobot"]``; raises ProbeFailed naming what is refused or missing."""
+    from ..models import Organization
+    from ..runtime import backend_for
+
+    path = found["model_car"]
+    try:
+        folder = materialize(version.source.removeprefix("oci://"), version.digest, path)
+    except CheckpointRefused as exc:
+        raise ProbeFailed(f"the LeRobot checkpoint at {path}: {exc}") from None
+    except RuntimeBackendError as exc:
+        raise ProbeFailed(str(exc)) from None
+    report = inspect_folder(folder)
+    log.append(f"ok    read {path} out of the image: type {report['type']}, inputs "
+               f"{', '.join(f'{k} {v}' for k, v in report['inputs'].items()) or 'none'}; {report['sha256']}")
+    if report["problem"]:
+        raise ProbeFailed(f"the LeRobot checkpoint at {path}: {report['problem']}")
+    previous = ImageVersion.objects.filter(pk=version.pk).values_list("lerobot", flat=True).first() or {}
+    counted = int(previous.get("storedBytes") or 0)
+    organization = Organization.objects.get(slug=version.repository.namespace)
+    if version.size - counted > organization.storage_left():
+        raise ProbeFailed(f"the checkpoint image takes {version.size} bytes but the organization has "
+                          f"{max(organization.storage_left(), 0)} bytes of its storage quota left "
+                          "(RLMESH_ORG_STORAGE_QUOTA_BYTES): delete older versions or uploads")
+    spec = folder_spec(folder, {"sha256": report["sha256"]})
+    try:
+        server = backend_for(spec.source).start(spec, name=f"probe-{version.pk}")
+    except RuntimeBackendError as exc:
+        raise ProbeFailed(f"the LeRobot model server could not load it: {exc}"
+                          + (f"; last output:\n{exc.log_tail}" if exc.log_tail else "")) from None
+    server.stop()
+    log.append(f"ok    loaded by the LeRobot model server in {server.ready_seconds:.2f} s")
+    found["lerobot"] = {"path": path, **{k: report[k] for k in ("type", "inputs", "outputs", "sha256")},
+                        "storedBytes": version.size}
+
+
 def probe_version(version_id: int) -> str | None:
     """Probe one version (queued, failed or passed: a re-probe); return the final status, or None if another
     probe holds it."""
@@ -306,10 +358,14 @@ def probe_version(version_id: int) -> str | None:
     version = ImageVersion.objects.select_related("repository").get(pk=version_id)
     log: list[str] = [f"probing {version.repository.path}@{version.digest}"]
     status = ProbeStatus.FAILED
-    found = {"kind": None, "envelope": {}, "labels": {}, "checkpoints": {}, "scenarios": []}
+    found = {"kind": None, "envelope": {}, "labels": {}, "checkpoints": {}, "scenarios": [], "model_car": None,
+             "lerobot": {}}
     try:
         _inspect(version, log, found)
-        found["kind"] = _serve_and_smoke_test(version, found, log)
+        if found["model_car"]:
+            _probe_model_car(version, found, log)
+        else:
+            found["kind"] = _serve_and_smoke_test(version, found, log)
         if found["scenarios"]:
             ids = [s["id"] for s in found["scenarios"]]
             log.append(f"ok    scenario catalog: {len(ids)} scenarios ({', '.join(ids[:5])}{'…' if len(ids) > 5 else ''})")
@@ -325,8 +381,18 @@ def probe_version(version_id: int) -> str | None:
 
 
 def _record_probe(version: ImageVersion, status: str, log: list[str], found: dict) -> None:
+    """Write the probe's result; a model car's size counts in its organization's storage quota while it passes (the
+    difference to what was counted before: a re-probe counts nothing twice, a failed one gives it back)."""
+    from ..models import Organization
+
+    lerobot = found["lerobot"] if status == ProbeStatus.PASSED else {}
     with transaction.atomic():
+        before = ImageVersion.objects.select_for_update().filter(pk=version.pk).values_list("lerobot", flat=True).first() or {}
+        delta = int(lerobot.get("storedBytes") or 0) - int(before.get("storedBytes") or 0)
+        if delta:
+            Organization.objects.filter(slug=version.repository.namespace).update(storage_bytes=F("storage_bytes") + delta)
         ImageVersion.objects.filter(pk=version.pk).update(
+            lerobot=lerobot,
             probe_status=status, kind=(found["kind"] or "") if status == ProbeStatus.PASSED else "",
             probe_log=nul_free("\n".join(log)), probed_at=timezone.now(),
             describe=nul_free(found["envelope"]), scenarios=nul_free(found["scenarios"]), labels=nul_free(found["labels"]),

@@ -19,6 +19,7 @@ from pathlib import Path
 import jwt
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F as models_F
 from django.db.models import Q as models_Q
 from django.utils import timezone
 
@@ -27,7 +28,7 @@ from ..models import ApiKey, ImageRepository, ImageVersion, Membership, Organiza
 from ..models.images import PREBUILT_NAMESPACE
 from .identity import InvalidToken, decode_access_token
 
-__all__ = ["Grantee", "authenticate_basic", "ensure_keys", "granted_actions", "is_repository_name", "issue_token", "record_push",
+__all__ = ["Grantee", "authenticate_basic", "builder_credential", "ensure_keys", "granted_actions", "is_repository_name", "issue_token", "record_push",
            "registry_config"]
 
 SERVICE = "rlmesh-registry"
@@ -120,13 +121,30 @@ class Grantee:
     pull_everything: bool = False
 
 
+#: User name prefix of the platform's own builder (dashboard uploads of model-car images): ``<it><namespace>``.
+BUILDER_PREFIX = "rlmesh-builder."
+
+
+def builder_credential(namespace: str) -> tuple[str, str]:
+    """The registry credential the platform pushes an organization's uploaded checkpoint with
+    (``services.model_cars``): it pushes and pulls ``namespace`` only. Derived from ``SECRET_KEY``, never stored."""
+    password = hmac.new(settings.SECRET_KEY.encode(), f"registry-builder/{namespace}".encode(), hashlib.sha256).hexdigest()
+    return f"{BUILDER_PREFIX}{namespace}", password
+
+
 def authenticate_basic(username: str, password: str) -> Grantee | None:
     """Check registry credentials; None if they are not valid.
 
     A session token grants its user's organizations (push where the role may write); an API key grants
     its organization with its effective role — never more than its creator has now, and nothing once the creator left
-    (as on /v1); the worker secret pulls everything. Everyone pulls ``prebuilt/``.
+    (as on /v1); the worker secret pulls everything; the builder's credential of a namespace pushes there only
+    (:func:`builder_credential`). Everyone pulls ``prebuilt/``.
     """
+    if username.startswith(BUILDER_PREFIX):
+        namespace = username.removeprefix(BUILDER_PREFIX)
+        if hmac.compare_digest(password, builder_credential(namespace)[1]) and Organization.objects.filter(slug=namespace).exists():
+            return Grantee(username, frozenset({namespace}), frozenset({namespace}))
+        return None
     if username == settings.RLMESH_REGISTRY_WORKER_ACCOUNT:
         if hmac.compare_digest(password, settings.RLMESH_REGISTRY_WORKER_SECRET):
             return Grantee(settings.RLMESH_REGISTRY_WORKER_ACCOUNT, frozenset(), frozenset(), pull_everything=True)
@@ -284,6 +302,11 @@ def delete_version(version: ImageVersion) -> None:
         pass
     with transaction.atomic():
         referenced = Workload.objects.filter(models_Q(model_version=version) | models_Q(env_version=version)).exists()
+        # A model car's checkpoint stops counting in the storage quota (services.model_cars).
+        lerobot = ImageVersion.objects.select_for_update().filter(pk=version.pk).values_list("lerobot", flat=True).first() or {}
+        if lerobot.get("storedBytes"):
+            Organization.objects.filter(slug=repo.namespace).update(storage_bytes=models_F("storage_bytes") - int(lerobot["storedBytes"]))
+            ImageVersion.objects.filter(pk=version.pk).update(lerobot={**lerobot, "storedBytes": 0})
         if repo.current_version_id == version.pk:
             repo.current_version = None
             repo.save(update_fields=["current_version"])

@@ -14,7 +14,14 @@ from django.conf import settings
 from ..prebuilt.lerobot import checkpoints as lerobot_checkpoints
 from ..prebuilt.lerobot import smolvla
 
-__all__ = ["CHECKS", "weights_kwargs", "weights_problem", "weights_status"]
+__all__ = ["CHECKS", "hub_settings", "weights_kwargs", "weights_problem", "weights_status"]
+
+
+def hub_settings() -> dict[str, str]:
+    """The settings naming the folders of hub-only files LeRobot types need (``checkpoints.HUB_FOLDERS``): name →
+    folder, ``""`` when unset; what :func:`~evaluations.prebuilt.lerobot.checkpoints.inspect` reads."""
+    return {name: str(getattr(settings, name, "") or "") for needs in lerobot_checkpoints.HUB_FOLDERS.values()
+            for name, _ in needs if name}
 
 
 def _lerobot_problem(root: str = "", folder: str = "", sha256: str = "") -> str | None:
@@ -25,9 +32,7 @@ def _lerobot_problem(root: str = "", folder: str = "", sha256: str = "") -> str 
     setting = lerobot_checkpoints.SETTING
     if not root:
         return f"{setting} is not set: an operator installs LeRobot checkpoints there ({_DOCS})"
-    hub = {name: str(getattr(settings, name, "") or "") for needs in lerobot_checkpoints.HUB_FOLDERS.values()
-           for name, _ in needs if name}
-    report = lerobot_checkpoints.inspect(Path(root) / folder, hub)
+    report = lerobot_checkpoints.inspect(Path(root) / folder, hub_settings())
     if report["problem"]:
         return f"the LeRobot checkpoint {folder} ({setting}/{folder}): {report['problem']}"
     if sha256 and report["sha256"] != sha256:

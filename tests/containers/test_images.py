@@ -293,3 +293,72 @@ def test_env_containers_serve_on_a_unix_socket_without_any_network(platform, set
     finally:
         server.stop()
     assert not os.path.exists(server.address.removeprefix("unix://"))
+
+
+@pytest.mark.timeout(1800)
+def test_an_organizations_lerobot_checkpoint_travels_as_an_image_or_an_upload(platform, tmp_path):
+    """Issue 35: a tiny ACT checkpoint (lerobot's own classes, random weights) as a model-car image built and pushed with
+    podman, probed by loading it, run on 2 LIBERO episodes with its SHA-256 on each; the same folder uploaded from the
+    catalog page becomes the same checkpoint and gives the same trajectory; a folder with a link fails its probe;
+    another organization gets a 404."""
+    import re
+
+    import requests
+
+    from evaluations.prebuilt.lerobot.checkpoints import sha256_of
+
+    lerobot = ROOT / ".venv-lerobot" / "bin" / "python"
+    sh(str(lerobot), "tests/fixtures/build_tiny_lerobot.py", str(tmp_path), "act", timeout=900,
+       env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    sha = sha256_of(tmp_path / "tiny-act")
+    (tmp_path / "Containerfile").write_text("FROM scratch\nCOPY tiny-act /checkpoint\n"
+                                            "LABEL dev.rlmesh.lerobot.checkpoint=/checkpoint\n")
+    sh("podman", "build", "-q", "-t", "localhost/act-car:v1", "-f", str(tmp_path / "Containerfile"), str(tmp_path))
+    assert push(platform, "localhost/act-car:v1", "demo/act-libero:v1", platform.api_key).returncode == 0
+    version = wait_probe(platform, "demo/act-libero")["versions"][0]
+    assert version["probeStatus"] == "passed", version["probeLog"]
+    assert "loaded by the LeRobot model server" in version["probeLog"]
+    assert [(c["type"], c["sha256"], c["checkpoint"]) for c in version["lerobot"]] == [("act", sha, "/checkpoint")]
+
+    task = {"env": "prebuilt/libero", "taskId": "libero_object/9", "seed": 0, "maxSteps": 12}
+
+    def run(model: str, episodes: int) -> list[dict]:
+        eval_id = json.loads(submit(platform, {"model": model, "tasks": [{**task, "episodes": episodes}]}).stdout)["id"]
+        final = wait_for(lambda: (e := platform.api(f"/v1/evaluations/{eval_id}"))["status"] in ("completed", "failed")
+                         and e, timeout=900, interval=2)
+        assert final["status"] == "completed", final
+        return platform.api(f"/v1/evaluations/{eval_id}/episodes")["items"]
+
+    pushed = run("demo/act-libero:v1", 2)
+    assert [(e["status"], e["steps"], e["checkpointSha256"]) for e in pushed] == [("completed", 12, sha)] * 2
+
+    # the catalog page's upload makes the same image: the same files, the same first episode
+    web = requests.Session()
+    page = web.get(f"{platform.url}/accounts/login/", timeout=30)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)[1]
+    web.post(f"{platform.url}/accounts/login/", data={"csrfmiddlewaretoken": token, "username": "demo",
+             "password": "demo-password"}, headers={"Referer": f"{platform.url}/accounts/login/"}, timeout=30)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', web.get(f"{platform.url}/images", timeout=30).text)[1]
+    sh("tar", "-czf", str(tmp_path / "act.tar.gz"), "-C", str(tmp_path), "tiny-act")
+    with (tmp_path / "act.tar.gz").open("rb") as archive:
+        r = web.post(f"{platform.url}/images/checkpoints", data={"csrfmiddlewaretoken": token, "repository": "act-upload",
+                     "tag": "v1"}, files={"archive": ("act.tar.gz", archive)}, headers={"Referer": f"{platform.url}/images"},
+                     timeout=120, allow_redirects=False)
+    assert r.status_code == 302, r.text[-2000:]
+    uploaded = wait_probe(platform, "demo/act-upload")["versions"][0]
+    assert uploaded["probeStatus"] == "passed" and uploaded["tags"] == ["v1"], uploaded["probeLog"]
+    assert [c["sha256"] for c in uploaded["lerobot"]] == [sha]
+    assert "pushed" in web.get(f"{platform.url}/images", timeout=30).text
+    (again,) = run("demo/act-upload:v1", 1)
+    assert again["trajectoryDigest"] == pushed[0]["trajectoryDigest"]
+
+    # a link in the folder: read out of the image, refused, never loaded
+    (tmp_path / "tiny-act" / "weights-link").symlink_to("model.safetensors")
+    sh("podman", "build", "-q", "-t", "localhost/act-car:link", "-f", str(tmp_path / "Containerfile"), str(tmp_path))
+    assert push(platform, "localhost/act-car:link", "demo/act-link:v1", platform.api_key).returncode == 0
+    linked = wait_probe(platform, "demo/act-link")["versions"][0]
+    assert linked["probeStatus"] == "failed" and "weights-link is a link" in linked["probeLog"], linked["probeLog"]
+
+    other = requests.get(f"{platform.url}/v1/images/demo/act-libero", headers={"Authorization": f"Bearer {platform.other_key}"},
+                         timeout=30)
+    assert other.status_code == 404

@@ -26,7 +26,8 @@ class CheckpointWeightsSerializer(serializers.Serializer):
 
 
 class LeRobotCheckpointSerializer(serializers.Serializer):
-    checkpoint = serializers.CharField(help_text="the folder under RLMESH_LEROBOT_CHECKPOINTS: prebuilt/lerobot/<it>")
+    checkpoint = serializers.CharField(help_text="the folder under RLMESH_LEROBOT_CHECKPOINTS (prebuilt/lerobot/<it>), "
+                                       "or the folder in a model-car image (its label dev.rlmesh.lerobot.checkpoint)")
     type = serializers.CharField(allow_null=True, help_text="the policy type its config.json names (act, pi05, …)")
     inputs = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()),
                                    help_text="input feature → shape")
@@ -51,8 +52,9 @@ class ImageVersionSerializer(serializers.Serializer):
         "their folders and the docs page (empty for every other image)")
 
     lerobot = serializers.SerializerMethodField(
-        help_text="LeRobot checkpoints an operator installed (prebuilt/lerobot): each one's type, features, whether "
-        "it loads here and what it needs (empty for every other image)")
+        help_text="LeRobot checkpoints: those an operator installed (prebuilt/lerobot), each one's type, features, "
+        "whether it loads here and what it needs; a model-car image's own checkpoint once its probe loaded it (empty "
+        "for every other image)")
 
     def get_checkpoints(self, obj) -> list[str]:
         return list(obj.checkpoints)
@@ -61,7 +63,9 @@ class ImageVersionSerializer(serializers.Serializer):
     def get_lerobot(self, obj) -> list[dict]:
         return [{"checkpoint": name, **{k: c["lerobot"].get(k) for k in ("type", "inputs", "outputs", "sha256", "loads",
                                                                           "problem")}}
-                for name, c in obj.checkpoints.items() if isinstance(c, dict) and c.get("lerobot")]
+                for name, c in obj.checkpoints.items() if isinstance(c, dict) and c.get("lerobot")] + (
+            [{"checkpoint": obj.lerobot["path"], **{k: obj.lerobot.get(k) for k in ("type", "inputs", "outputs", "sha256")},
+              "loads": True, "problem": None}] if obj.lerobot else [])
 
     @extend_schema_field(CheckpointWeightsSerializer(many=True))
     def get_weights(self, obj) -> list[dict]:
