@@ -264,6 +264,9 @@ SPECTACULAR_SETTINGS = {
         "StopConditionEnum": "evaluations.choices.StopCondition",
         "AgentStopConditionEnum": "evaluations.api.agents.serializers.AGENT_STOP_CONDITIONS",
         "AgentTaskOutcomeEnum": "evaluations.api.agents.serializers.AGENT_OUTCOMES",
+        # Two verdicts: a paired comparison's (B vs A) and a reproduction's (ours vs a published number).
+        "ComparisonVerdictEnum": "evaluations.api.serializers.comparisons.VERDICTS",
+        "ReproductionVerdictEnum": "evaluations.domain.reproduction.VERDICTS",
     },
 }
 

@@ -17,6 +17,7 @@ from ..models import ApiKey, Evaluation
 from ..planning import live_warnings, plan_evaluation
 from ..planning.schema import EvaluationRequestSerializer
 from ..reports.regressions import attach_regressions
+from ..reports.reproduction import with_references
 from ..reports.scores import evaluation_metrics, evaluation_scores
 from ..runs.lifecycle import CancelRefused, cancel_evaluation, create_evaluation
 from ..selectors import evaluation_detail_queryset
@@ -140,12 +141,20 @@ class ScoresView(OrgScopedView):
         parameters=[OpenApiParameter("groupBy", str, enum=list(GROUP_FIELDS), description="default task")],
         responses={200: ScoresSerializer, **errors(400, 401, 404)},
         summary="Success rates (95% Wilson interval) and mean rewards (95% t interval) per group",
+        description="With `groupBy=benchmark`, each group also carries `reference` (an extension field): the model's "
+                    "published success rate on that benchmark (`/v1/published-scores`), ours with its interval, and "
+                    "the reproduction verdict: reproduced, below, above, or undecided with the episodes that would "
+                    "decide; null when the model has no published number there.",
     )
     def get(self, request, public_id: str):
         group_by = query_value(request, "groupBy") or "task"
         if group_by not in GROUP_FIELDS:
             raise ValidationError({"groupBy": [f"must be one of {', '.join(GROUP_FIELDS)}"]})
-        return Response(evaluation_scores(self.get_evaluation(public_id), group_by))
+        evaluation = self.get_evaluation(public_id)
+        scores = evaluation_scores(evaluation, group_by)
+        if group_by == "benchmark":  # published numbers are per model and benchmark
+            with_references(scores["groups"], evaluation)
+        return Response(scores)
 
 
 class MetricsView(OrgScopedView):

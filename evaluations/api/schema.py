@@ -1,6 +1,6 @@
 """drf-spectacular extensions (imported from AppConfig.ready)."""
 
-from django.core.validators import ProhibitNullCharactersValidator
+from django.core.validators import ProhibitNullCharactersValidator, RegexValidator
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 
@@ -14,8 +14,11 @@ class AutoSchema(SpectacularAutoSchema):
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
-        refuses_nul = any(isinstance(v, ProhibitNullCharactersValidator) for v in getattr(field, "validators", []))
-        if direction == "request" and refuses_nul and schema.get("type") == "string" and "pattern" not in schema:
+        validators = getattr(field, "validators", [])
+        refuses_nul = any(isinstance(v, ProhibitNullCharactersValidator) for v in validators)
+        # A field with a regular expression of its own states it instead (drf-spectacular maps it after this).
+        has_pattern = any(isinstance(v, RegexValidator) for v in validators)
+        if direction == "request" and refuses_nul and not has_pattern and schema.get("type") == "string" and "pattern" not in schema:
             schema["pattern"] = NO_NUL_PATTERN
         return schema
 
@@ -45,3 +48,4 @@ def query_rules(result, generator, request, public):
                 if schema.get("type") == "string" and not {"enum", "pattern"} & set(schema):
                     schema["pattern"] = NO_NUL_PATTERN
     return result
+

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from . import baselines, comparisons, datasets, episodes, evaluations, images, imports, info, me, registry
+from . import baselines, comparisons, datasets, episodes, evaluations, images, imports, info, me, published_scores, registry
 
 app_name = "evaluations-api"
 
@@ -27,6 +27,8 @@ urlpatterns = [
          name="lerobot-dataset-zip"),
     path("comparisons", comparisons.ComparisonView.as_view(), name="comparisons"),
     path("baselines", baselines.BaselineListView.as_view(), name="baselines"),
+    path("published-scores", published_scores.PublishedScoreListView.as_view(), name="published-scores"),
+    path("published-scores/<int:score_id>", published_scores.PublishedScoreDetailView.as_view(), name="published-score"),
     path("baselines/<path:tag>", baselines.BaselineDetailView.as_view(), name="baseline"),
     path("registry/info", registry.RegistryInfoView.as_view(), name="registry-info"),
     path("registry/token", registry.registry_token, name="registry-token"),

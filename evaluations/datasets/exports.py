@@ -42,6 +42,7 @@ from ..choices import EpisodeStatus
 from ..models import DatasetExport, Episode, Evaluation
 from ..prebuilt.lerobot.smolvla import OFFLINE_ENV
 from .. import dispatch
+from ..reports.reproduction import reproduction_rows
 from ..runs.reaper import worker_lost
 from ..runs.workers import live_identities, worker_identity
 from ..runtime.forkchild import die_with_parent
@@ -49,7 +50,7 @@ from ..runtime.local import installed_python
 from .lerobot_frames import IMAGE_MODES, MappingProblem, check_steps_file, features, header_arrays, shape_differences
 from ..runs.recording import FPS
 
-__all__ = ["ExportRefused", "IMAGE_MODES", "SETUP_SCRIPT", "build_export", "export_document", "latest_export",
+__all__ = ["ExportRefused", "IMAGE_MODES", "SETUP_SCRIPT", "build_export", "export_document", "latest_export", "manifest_extra",
            "ready_export", "request_export"]
 
 logger = logging.getLogger(__name__)
@@ -265,8 +266,16 @@ def _manifest(evaluation: Evaluation, export: DatasetExport, work: Path) -> dict
             "perturbation": episode.perturbation or None}})
     return {"root": str(work / evaluation.public_id), "repoId": f"rlmesh/{evaluation.public_id}",
             "fps": fps or FPS, "images": export.meta.get("images", "image"), "robotType": None, "episodes": episodes,
-            "extra": {"evaluation": evaluation.public_id, "name": evaluation.label,
-                      "successFrom": "Episode.success: the platform's verdict (docs/using/request.md)"}}
+            "extra": manifest_extra(evaluation)}
+
+
+def manifest_extra(evaluation: Evaluation) -> dict:
+    """What the export's ``meta/rlmesh.json`` says of the evaluation besides its episodes: its id and name, where
+    success comes from, and each model × benchmark with a published number and its reproduction verdict
+    (``reports.reproduction``)."""
+    return {"evaluation": evaluation.public_id, "name": evaluation.label,
+            "successFrom": "Episode.success: the platform's verdict (docs/using/request.md)",
+            "reproduction": reproduction_rows(evaluation)}
 
 
 def _write(manifest: dict, work: Path) -> dict:

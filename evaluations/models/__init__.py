@@ -7,6 +7,7 @@ from .evaluations import Episode, Evaluation, EvaluationLog, Shard, Workload
 from .identity import AuthSession, DeviceAuthorization, Invitation, RefreshToken
 from .images import CheckpointUpload, ImageRepository, ImageVersion
 from .organizations import ApiKey, Membership, Organization
+from .published import PublishedScore
 from .workers import WorkerProcess
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "ImageVersion",
     "Membership",
     "Organization",
+    "PublishedScore",
     "Shard",
     "WebhookDelivery",
     "WorkerProcess",

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 from ..reports import charts
 from ..choices import TERMINAL_STATUSES
 from ..reports.comparisons import ALPHA, Side, SideError, compare_sides, parse_alpha, resolve_side
+from ..reports.reproduction import reproduction_rows
 from ..domain import scoring
 from ..models import Evaluation, Workload
 from ..reports.scores import score_cells, task_label
@@ -124,5 +125,6 @@ def compare(request: HttpRequest) -> HttpResponse:
         "side_errors": side_errors,
         **_paired_context(sides, alpha),
         **_matrix_context(chosen),
+        "reproduction": [{"evaluation": e.public_id, **row} for e in chosen for row in reproduction_rows(e)],
     }
     return render(request, "evaluations/compare.html", context)

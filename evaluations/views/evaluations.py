@@ -27,6 +27,7 @@ from ..media import episode_video_response
 from ..models import Episode, Evaluation, Workload
 from ..planning import no_worker_warning
 from ..reports.regressions import attach_regressions
+from ..reports.reproduction import reproduction_rows
 from ..reports.scores import performance_profiles, score_cells, task_label
 from ..runs.lifecycle import CancelRefused, cancel_evaluation
 from ..selectors import evaluation_detail_queryset
@@ -131,6 +132,7 @@ def _overview_context(request: HttpRequest, evaluation: Evaluation) -> dict:
         "profile_chart": charts.performance_profile(
             profiles, title="Performance profile: fraction of tasks above each success rate (95% bootstrap band)",
         ) if profiles else None,
+        "reproduction": reproduction_rows(evaluation, cells),
         "baseline_controls": [
             {"tag": f"{k}:{v}", "baseline": evaluation.tag_baselines.get(f"{k}:{v}")}
             for k, v in evaluation.tags.items()

@@ -51,3 +51,14 @@ def test_a_request_body_with_a_nul_is_a_400(api, url, body, path):
 def test_an_import_named_with_a_nul_is_a_400(api):
     r = api.post("/v1/evaluations/imports?name=a%00b", data=make_bundle(), content_type="application/zip")
     assert _error(r, 400)["details"][0]["path"] == "name"
+
+
+@pytest.mark.parametrize("url", ["/v1/published-scores", "/v1/evaluation-previews"])
+def test_a_nul_in_the_key_of_an_unknown_member_is_a_400_naming_it(api, url):
+    """Field case (the fuzzer, once its draws shifted): ``{"…\\u0000…": []}`` beside the known fields, which the schema
+    cannot forbid (OpenAPI 3.0 has no ``propertyNames``), was refused as the parser refuses it everywhere: a 400 at
+    ``$``, never stored."""
+    body = {"model": "m", "benchmark": "libero_10", "successRate": 0.5, "source": "s", "\u00c9\u0000Z": []}
+    error = _error(api.post(url, data=json.dumps(body), content_type="application/json"), 400)
+    assert error["details"] == [{"path": "$", "message": "has a key that contains a NUL character (\\u0000), which the "
+                                 "database cannot store"}]

@@ -498,8 +498,8 @@ def test_list_query_count_is_pinned(web, big_org, django_assert_num_queries):
 
 def test_detail_query_count_is_pinned(web, big_org, django_assert_num_queries):
     url = f"/evaluations/{big_org.public_id}"
-    with django_assert_num_queries(7):  # session, user, memberships, evaluation, workloads, score aggregate, returns
-        web.get(url)
+    with django_assert_num_queries(8):  # session, user, memberships, evaluation, workloads, score aggregate, returns,
+        web.get(url)                   # published numbers of its models
     with django_assert_num_queries(7):  # ... evaluation, workloads, episode count, episode page
         web.get(url + "/episodes?page=2&sort=-reward")
 

@@ -17,9 +17,18 @@ from .errors import ErrorSerializer, errors
 from .evaluations import EvaluationDetailSerializer, EvaluationPageSerializer, EvaluationSerializer, PreviewSerializer
 from .identity import InfoSerializer, MeSerializer, MyOrganizationsSerializer, OrganizationSerializer, RegistryInfoSerializer
 from .images import ImageListSerializer, ImageSerializer, ProbeQueuedSerializer
-from .reports import MetricsSerializer, ScoresSerializer
+from .reports import (
+    MetricsSerializer,
+    PublishedScoreListSerializer,
+    PublishedScoreRequestSerializer,
+    PublishedScoreSerializer,
+    ScoresSerializer,
+)
 
 __all__ = [
+    "PublishedScoreListSerializer",
+    "PublishedScoreRequestSerializer",
+    "PublishedScoreSerializer",
     "BaselineListSerializer",
     "BaselineRequestSerializer",
     "BaselineSerializer",

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from ...domain.reproduction import VERDICTS
 from ...domain.scoring import GROUP_FIELDS
+from ...planning.schema import StrictCharField, StrictFloatField, StrictIntegerField
 
 __all__ = ["MetricsSerializer", "ScoresSerializer"]
 
@@ -43,6 +45,25 @@ class PassKSerializer(serializers.Serializer):
     rows = PassKRowSerializer(many=True)
 
 
+class ReferenceSerializer(serializers.Serializer):
+    published = serializers.FloatField(help_text="the published success rate, a fraction")
+    publishedEpisodes = serializers.IntegerField(allow_null=True, help_text="episodes behind it, when published")  # noqa: N815
+    source = serializers.CharField(help_text="where it is published")
+    scope = serializers.ChoiceField(["catalog", "operator", "organization"], help_text="whose row it is")
+    successes = serializers.IntegerField()
+    judged = serializers.IntegerField(help_text="episodes with a verdict: ours is successes / judged")
+    successRate = serializers.FloatField()  # noqa: N815
+    successRateCi = _interval(help_text="our 95% Wilson interval [low, high]")  # noqa: N815
+    verdict = serializers.ChoiceField(VERDICTS, help_text=(
+        "reproduced: the published value lies inside our interval and its half-width is at most `tolerance`; "
+        "below / above: it lies above / below the interval; undecided: inside, but the interval is wider"))
+    tolerance = serializers.FloatField(help_text="the widest half-width at which inside counts as reproduced (0.05)")
+    episodesToDecide = serializers.IntegerField(  # noqa: N815
+        allow_null=True, help_text="undecided: judged episodes in all that would decide, if the model scored the "
+        "published rate")
+    moreEpisodes = serializers.IntegerField(allow_null=True, help_text="undecided: how many more than were run")  # noqa: N815
+
+
 class ScoreGroupSerializer(serializers.Serializer):
     key = ScoreGroupKeySerializer()
     episodes = serializers.IntegerField(help_text="completed episodes (errored ones are counted in errors only)")
@@ -68,6 +89,9 @@ class ScoreGroupSerializer(serializers.Serializer):
     iqmSuccessRateCi = _interval(required=False, help_text="its stratified bootstrap 95% interval")  # noqa: N815
     passAtK = PassKSerializer(required=False, help_text=(  # noqa: N815
         "when every task of the group has > 1 judged episode: pass@k and pass^k for k = 1 … the smallest n"))
+    reference = ReferenceSerializer(required=False, allow_null=True, help_text=(
+        "groupBy=benchmark only (an extension field): the model's published number there and the reproduction "
+        "verdict; null without one"))
 
 
 class ScoresSerializer(serializers.Serializer):
@@ -120,3 +144,39 @@ class MetricsSerializer(serializers.Serializer):
     queueWaitSeconds = MetricsDistributionSerializer(help_text="shard queued → started")  # noqa: N815
     serverStartSeconds = MetricsServerStartSerializer()  # noqa: N815
     videos = MetricsVideosSerializer()
+
+
+class PublishedScoreSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    model = serializers.CharField(help_text="model reference without tag or digest, or an endpoint's label")
+    benchmark = serializers.CharField()
+    successRate = serializers.FloatField(source="success_rate", help_text="a fraction in [0, 1]")  # noqa: N815
+    episodes = serializers.IntegerField(allow_null=True)
+    source = serializers.CharField()
+    scope = serializers.SerializerMethodField(help_text="catalog (the platform's), operator, or organization (yours)")
+
+    def get_scope(self, obj) -> str:
+        return "organization" if obj.organization_id else "catalog" if obj.builtin else "operator"
+
+
+class PublishedScoreListSerializer(serializers.Serializer):
+    items = PublishedScoreSerializer(many=True)
+
+
+class _BenchmarkField(serializers.RegexField):
+    """A benchmark's name: a JSON string of ASCII letters, digits, ``_ . -`` (numbers are not coerced)."""
+
+    default_error_messages = {"invalid": "letters, digits, _ . - (starting with a letter or digit), e.g. libero_spatial"}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class PublishedScoreRequestSerializer(serializers.Serializer):
+    model = StrictCharField(max_length=300, help_text="as in a request's models[]: a tag or digest is dropped")
+    benchmark = _BenchmarkField(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$", help_text="e.g. libero_spatial")
+    successRate = StrictFloatField(min_value=0.0, max_value=1.0, help_text="a fraction in [0, 1]")  # noqa: N815
+    episodes = StrictIntegerField(min_value=1, max_value=10_000_000, required=False, allow_null=True)
+    source = StrictCharField(max_length=500, help_text="where it is published: a paper, a repository, a run")
