@@ -19,9 +19,20 @@ __all__ = ["CHECKS", "hub_settings", "weights_kwargs", "weights_problem", "weigh
 
 def hub_settings() -> dict[str, str]:
     """The settings naming the folders of hub-only files LeRobot types need (``checkpoints.HUB_FOLDERS``): name →
-    folder, ``""`` when unset; what :func:`~evaluations.prebuilt.lerobot.checkpoints.inspect` reads."""
-    return {name: str(getattr(settings, name, "") or "") for needs in lerobot_checkpoints.HUB_FOLDERS.values()
-            for name, _ in needs if name}
+    folder, ``""`` when unset; and whether the lerobot venv has the transformers π0 / π0.5 need
+    (``checkpoints.PATCHED_SETTING``): what :func:`~evaluations.prebuilt.lerobot.checkpoints.inspect` reads."""
+    env = {name: str(getattr(settings, name, "") or "") for needs in lerobot_checkpoints.HUB_FOLDERS.values()
+           for name, _ in needs if name}
+    return {**env, **lerobot_checkpoints.patched_transformers_env(_lerobot_site_packages())}
+
+
+def _lerobot_site_packages() -> str:
+    """The lerobot venv's site-packages (``RLMESH_PYTHON_ENVS["lerobot"]``'s), "" when it is not installed."""
+    from pathlib import Path
+
+    python = Path(settings.RLMESH_PYTHON_ENVS.get("lerobot", ""))
+    found = sorted(python.parent.parent.glob("lib/python3*/site-packages")) if python.name else []
+    return str(found[0]) if found else ""
 
 
 def _lerobot_problem(root: str = "", folder: str = "", sha256: str = "") -> str | None:

@@ -26,7 +26,8 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["FILES", "HUB_FOLDERS", "SETTING", "TYPES", "inspect", "sha256_of"]
+__all__ = ["FILES", "HUB_FOLDERS", "PATCHED_SETTING", "PATCHED_TRANSFORMERS", "SETTING", "TYPES", "inspect",
+           "patched_transformers_env", "sha256_of"]
 
 #: The setting (and environment variable of the model server) naming the folder of installed checkpoints.
 SETTING = "RLMESH_LEROBOT_CHECKPOINTS"
@@ -47,6 +48,12 @@ HUB_FOLDERS: dict[str, list[tuple[str | None, str]]] = {
     "groot": [(None, "the GR00T base model (nvidia/GR00T-N1.5-3B)")],
     "wall_x": [(None, "the Qwen2.5-VL base model Wall-X is built on")],
 }
+#: Types lerobot 0.4.4 builds only on the transformers it patches for them (its ``fix/lerobot_openpi`` branch, which
+#: is not on PyPI): their model checks for ``transformers.models.siglip.check``, which only that build has, and
+#: stops otherwise ("An incorrect transformer version is used"). Measured with transformers 4.57.6 from PyPI.
+PATCHED_TRANSFORMERS = ("pi0", "pi05")
+#: What says the patched build is there: set (by :func:`patched_transformers_env`) where the lerobot venv has it.
+PATCHED_SETTING = "RLMESH_LEROBOT_TRANSFORMERS_PATCHED"
 #: Suffixes of files a loader would unpickle or run.
 UNSAFE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".npy", ".npz", ".py", ".pyc", ".so")
 #: Largest ``config.json`` / processor JSON read (bytes).
@@ -97,6 +104,21 @@ def _features(config: dict, key: str) -> dict[str, list[int]]:
     return {name: list(spec.get("shape") or []) for name, spec in raw.items() if isinstance(spec, dict)}
 
 
+def patched_transformers_env(site_packages: str | os.PathLike | None = None) -> dict:
+    """``{PATCHED_SETTING: "1"}`` when the transformers lerobot patches for π0 / π0.5 is installed (in
+    ``site_packages``, the lerobot venv's; default: this interpreter's), else ``{PATCHED_SETTING: ""}``."""
+    if site_packages is None:
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec("transformers.models.siglip.check") is not None
+        except ModuleNotFoundError:
+            found = False
+    else:
+        found = (Path(site_packages) / "transformers" / "models" / "siglip" / "check.py").is_file()
+    return {PATCHED_SETTING: "1" if found else ""}
+
+
 def _hub_problem(policy_type: str, env: dict) -> str | None:
     missing = []
     for setting, what in HUB_FOLDERS.get(policy_type, []):
@@ -105,6 +127,9 @@ def _hub_problem(policy_type: str, env: dict) -> str | None:
             missing.append(f"{what}, which only a hub serves and this platform does not load")
         elif not folder or not Path(folder).is_dir():
             missing.append(f"{what}: an operator installs it in a folder and names it in {setting}")
+    if policy_type in PATCHED_TRANSFORMERS and not env.get(PATCHED_SETTING):
+        missing.append("lerobot's patched transformers for π0 / π0.5 (its fix/lerobot_openpi branch, not on PyPI; "
+                       "PyPI's fails lerobot's check)")
     return "; ".join(missing) or None
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import rlmesh
 
-from .checkpoints import HUB_FOLDERS, SETTING, inspect
+from .checkpoints import HUB_FOLDERS, SETTING, inspect, patched_transformers_env
 from .smolvla import OFFLINE_ENV, instruction_of
 
 __all__ = ["LeRobotPolicy"]
@@ -56,7 +56,7 @@ class LeRobotPolicy(rlmesh.numpy.Model):
         path = Path(root) / folder
         if not root or Path(folder).name != folder:
             raise FileNotFoundError(f"no LeRobot checkpoint {folder!r} under {SETTING}")
-        report = inspect(path)
+        report = inspect(path, {**os.environ, **patched_transformers_env()})
         if report["problem"]:
             raise FileNotFoundError(f"the LeRobot checkpoint {folder}: {report['problem']}")
         if sha256 and report["sha256"] != sha256:

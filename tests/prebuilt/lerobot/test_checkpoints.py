@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from evaluations.prebuilt.lerobot.checkpoints import inspect
+from evaluations.prebuilt.lerobot.checkpoints import PATCHED_SETTING, inspect
 from evaluations.services.image_versions import sync_prebuilt
 from tests.support.execution import create, episodes, run_all
 from tests.support.libero import ROOT, needs_libero_venv
@@ -53,6 +53,26 @@ def test_anything_that_would_run_or_leave_the_folder_is_refused_naming_the_file(
     assert not report["loads"] and words in report["problem"], report["problem"]
 
 
+def test_pi0_and_pi05_need_the_transformers_lerobot_patches_besides_the_tokenizer(tmp_path):
+    """Field case (bench/bench_lerobot_chunks.py): with the tokenizer in place, π0 / π0.5 still failed to build, "An
+    incorrect transformer version is used": lerobot 0.4.4 builds them only on its patched transformers, not on PyPI."""
+    from evaluations.prebuilt.lerobot.checkpoints import PATCHED_SETTING, patched_transformers_env
+    from evaluations.services.weights import hub_settings
+
+    _checkpoint(tmp_path / "pi05", policy_type="pi05")
+    tokenizer = {"RLMESH_PALIGEMMA_TOKENIZER_DIR": str(tmp_path)}
+    refused = inspect(tmp_path / "pi05", tokenizer)
+    assert not refused["loads"] and "fix/lerobot_openpi" in refused["problem"]
+    assert "RLMESH_PALIGEMMA_TOKENIZER_DIR" not in refused["problem"]  # that need is met
+    assert inspect(tmp_path / "pi05", {**tokenizer, PATCHED_SETTING: "1"})["loads"]
+    assert hub_settings()[PATCHED_SETTING] == ""  # this platform's lerobot venv: transformers from PyPI
+    site = tmp_path / "site"
+    (site / "transformers" / "models" / "siglip").mkdir(parents=True)
+    assert patched_transformers_env(site) == {PATCHED_SETTING: ""}
+    (site / "transformers" / "models" / "siglip" / "check.py").write_text("")
+    assert patched_transformers_env(site) == {PATCHED_SETTING: "1"}
+
+
 def test_remote_code_and_unknown_types_are_refused(tmp_path):
     _checkpoint(tmp_path / "remote", trust_remote_code=True)
     assert "run remote code" in inspect(tmp_path / "remote", {})["problem"]
@@ -69,7 +89,8 @@ def test_a_type_needing_hub_files_names_the_setting_of_the_folder_to_install(tmp
     report = inspect(tmp_path / "c", {})
     assert not report["loads"] and setting in report["problem"] and "an operator installs it" in report["problem"]
     (tmp_path / "hub").mkdir()
-    assert inspect(tmp_path / "c", {setting: str(tmp_path / "hub")})["loads"]  # installed: it loads
+    patched = {PATCHED_SETTING: "1"}  # π0 / π0.5: and the transformers lerobot patches (the test above)
+    assert inspect(tmp_path / "c", {setting: str(tmp_path / "hub"), **patched})["loads"]  # installed: it loads
 
 
 @pytest.mark.parametrize("policy_type", ["groot", "wall_x", "pi0_fast"])
