@@ -13,8 +13,9 @@ episodes are done, the worker running a server is killed with SIGKILL (main proc
 reaper puts its shards back and they resume.
 
 Checked at the end: every (task, episode index) recorded exactly once, none lost; each episode's seed is its index;
-per-task successes; and each episode's trajectory digest against the bare sweep's digest of the same task and init
-state (``--bare``: a ``bench_libero_expert.py --out`` file), where one was recorded. Prints the wall time, episodes
+per-task successes; and each episode's trajectory digest against the bare loop's digest of the same task and init
+state: ``bench_libero_expert.py`` run after the platform, at the same commit, on ``--bare-init-states`` of every task
+(or ``--bare``: such a file). Prints the wall time, episodes
 per minute, the kill and its recovery, and writes everything to ``--out``.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -109,7 +111,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--episodes", type=int, default=50)
     p.add_argument("--hosts", type=int, default=2)
     p.add_argument("--kill-at", type=float, default=0.5)
-    p.add_argument("--bare", type=Path, default=ROOT / "bench/results/libero_expert_4suites_init0-49_2026-12-04.jsonl")
+    p.add_argument("--bare", type=Path, help="a bench_libero_expert.py --out file of this commit to compare digests "
+                   "with (default: one is made after the run, of --bare-init-states of every task)")
+    p.add_argument("--bare-init-states", default="0-1")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     live = LivePlatform(Path(tempfile.mkdtemp(prefix="rlm-protocol-")), RLMESH_SHARD_HEARTBEAT_TIMEOUT="600").prepare()
@@ -129,9 +133,15 @@ def main(argv: list[str] | None = None) -> None:
         metrics = live.api(f"/v1/evaluations/{eval_id}/metrics")
     finally:
         live.stop()
+    bare = args.bare
+    if bare is None:  # the bare loop at this commit, on a sample of the same episodes
+        bare = Path(tempfile.mkdtemp(prefix="rlm-bare-")) / "bare.jsonl"
+        subprocess.run([str(ROOT / ".venv-libero/bin/python"), str(ROOT / "bench/bench_libero_expert.py"), "--suites",
+                        *args.suites, "--init-states", args.bare_init_states, "--out", str(bare)], cwd=ROOT, check=True,
+                       capture_output=True)
     result = {"evaluation": eval_id, **run, "progress": progress, "metrics": {
         k: metrics.get(k) for k in ("wallSeconds", "stepsPerSecond", "episodesPerSecond") if k in metrics},
-        **check(items, args.suites, args.episodes, bare_digests(args.bare))}
+        **check(items, args.suites, args.episodes, bare_digests(bare))}
     wall = metrics.get("wallSeconds") or run["wall_s"]
     print(json.dumps({k: v for k, v in result.items() if k not in ("perTask", "progress")}, indent=1))
     print(f"{result['episodes']} episodes in {wall / 60:.1f} min ({result['episodes'] / wall * 60:.1f} episodes/min); "
