@@ -90,3 +90,21 @@ def test_a_range_outside_the_video_is_a_416_in_the_envelope(api, tenant_a):
     assert r.status_code == 416 and r["Content-Range"] == "bytes */100"
     assert r.json()["error"]["code"] == "range_not_satisfiable"
     assert api.get(url, HTTP_RANGE="bytes=0-9").status_code == 206
+
+
+def test_a_string_that_is_refused_blank_once_trimmed_says_so_in_its_pattern(schema, api):
+    """Field case (the fuzzer): ``{"source": " "}`` met ``minLength: 1`` and ``^[^\\u0000]*$`` yet is blank once
+    DRF trims it, a 400 for a schema-valid body. Every trimmed, non-blank request string states it."""
+    import re
+
+    from evaluations.api.schema import NO_NUL_PATTERN, NOT_BLANK_PATTERN
+
+    fields = schema["components"]["schemas"]["PublishedScoreRequestRequest"]["properties"]
+    assert fields["source"]["pattern"] == fields["model"]["pattern"] == NOT_BLANK_PATTERN
+    # A field that may be blank keeps the NUL rule alone (an evaluation's display name).
+    assert schema["components"]["schemas"]["EvaluationRequestRequest"]["properties"]["name"]["oneOf"][0]["pattern"] == NO_NUL_PATTERN
+    for value, valid in [(" ", False), ("\t\u3000\n", False), ("", False), ("a\u0000", False), (" a ", True), ("é", True)]:
+        assert bool(re.search(NOT_BLANK_PATTERN, value)) is valid, value
+        body = {"model": "m", "benchmark": "libero_10", "successRate": 0.5, "source": value}
+        r = api.post("/v1/published-scores", body, content_type="application/json")
+        assert (r.status_code in (200, 201)) is valid, (value, r.content)
