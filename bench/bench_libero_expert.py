@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluations.domain.trajectory import TrajectoryDigest  # noqa: E402
-from evaluations.prebuilt.libero import MAX_STEPS, NUM_INIT_STATES  # noqa: E402
+from evaluations.prebuilt.libero import NUM_INIT_STATES  # noqa: E402
 
 
 def _indices(spec: str, limit: int) -> list[int]:

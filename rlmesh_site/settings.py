@@ -371,8 +371,12 @@ RLMESH_WORKFLOW_EDITION = env_str("RLMESH_WORKFLOW_EDITION", "2026.06")
 RLMESH_PYTHON_ENVS = {n: os.environ.get(f"RLMESH_{n.upper()}_PYTHON", str(BASE_DIR / f".venv-{n}" / "bin" / "python")) for n in ("metaworld", "libero", "lerobot")}
 # Weights and checkpoints an operator installs (SmolVLA, LeRobot checkpoints, hub-only files): rlmesh_site/weights.py.
 from rlmesh_site.weights import *  # noqa: E402, F403
-#: The shards of one workload on a host share one model server (rlmesh model servers take many sessions).
+#: The shards of an evaluation on a host that run one model share its server (rlmesh model servers take many sessions).
 RLMESH_SHARE_MODEL_SERVERS = env_bool("RLMESH_SHARE_MODEL_SERVERS", True)
+#: Rows of every forward pass of a batching model server (LeRobot ACT; 0: one call at a time) and the most ms a
+#: request waits for others: docs/running/scaling.md. The batch shape is recorded on the workload (it fixes the bits).
+RLMESH_MODEL_BATCH = env_int("RLMESH_MODEL_BATCH", 0)
+RLMESH_MODEL_BATCH_WAIT_MS = env_float("RLMESH_MODEL_BATCH_WAIT_MS", 10.0)
 RLMESH_LOCAL_FORKSERVER = env_bool("RLMESH_LOCAL_FORKSERVER", True)  # fork local servers: runtime.forkserver
 RLMESH_LIBERO_FORKSERVER = env_bool("RLMESH_LIBERO_FORKSERVER", True)  # state-only LIBERO envs: runtime.zygote
 RLMESH_TCP_NODELAY = env_bool("RLMESH_TCP_NODELAY", True)  # on local TCP listeners: docs/working/image-transport.md

@@ -99,12 +99,35 @@ def _has_agent_rollouts(evaluation: Evaluation, eps: list[dict]) -> bool:
         env_version_id__in=agent_env_versions(evaluation.organization)).exists()
 
 
+def model_batches(per_shard) -> dict | None:
+    """The forward passes of the evaluation's batching model servers by rows (episodes) in them: ``{"size": the
+    fixed batch shape, "calls": {rows: count}, "meanRows": float}``, from what each shard read of its server when it
+    closed (``timings["modelBatches"]``); a server read by several shards counts once, at its fullest reading.
+    None when no model server batched."""
+    fullest: dict[str, dict] = {}
+    for readings in per_shard:
+        for r in readings:
+            if sum(r["calls"].values()) >= sum(fullest.get(r["server"], {"calls": {}})["calls"].values()):
+                fullest[r["server"]] = r
+    if not fullest:
+        return None
+    calls: dict[str, int] = {}
+    for r in fullest.values():
+        for rows, n in r["calls"].items():
+            calls[rows] = calls.get(rows, 0) + n
+    total = sum(calls.values())
+    return {"size": max(r.get("size") or 0 for r in fullest.values()) or None,
+            "calls": dict(sorted(calls.items(), key=lambda kv: int(kv[0]))),
+            "meanRows": sum(int(k) * n for k, n in calls.items()) / total if total else None}
+
+
 def evaluation_metrics(evaluation: Evaluation) -> dict:
     """Throughput and timing rollups over every task.
 
     ``episodesPerSecond``/``stepsPerSecond`` over the wall time from the first episode's start to the
     last one's end; per-step ``latencyMs`` p50/p95 of model predict and env step (from per-episode
     histograms); ``queueWaitSeconds`` (shard queued → started); ``serverStartSeconds`` per server kind;
+    ``modelBatches``: the forward passes of batching model servers by episodes per pass (:func:`model_batches`);
     ``videos``: how many episodes have a video, their size (bytes) and encode/render time (ms) per episode;
     ``agent``: token usage and endpoint time of agent rollouts, per run and per task (null without any recorded
     rollout; a rollout whose servers never started counts, with nothing measured).
@@ -126,6 +149,7 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
     waits = [(s["started_at"] - s["queued_at"]).total_seconds() for s in shards if s["started_at"]]
     env_starts = [t for s in shards for t in s["timings"].get("envStartSeconds", [])]
     model_starts = [t for s in shards for t in s["timings"].get("modelStartSeconds", [])]
+    batches = model_batches(s["timings"].get("modelBatches", []) for s in shards)
     errors = sum(1 for e in eps if e["status"] == EpisodeStatus.ERROR)
     return {
         "evaluation": evaluation.public_id,
@@ -142,6 +166,7 @@ def evaluation_metrics(evaluation: Evaluation) -> dict:
         },
         "queueWaitSeconds": _dist(waits),
         "serverStartSeconds": {"env": _dist(env_starts), "model": _dist(model_starts)},
+        "modelBatches": batches,
         "videos": {
             "count": len(videos),
             "totalBytes": sum(v.get("bytes", 0) for v in videos),

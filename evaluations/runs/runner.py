@@ -122,8 +122,9 @@ class ShardRunner:
             return backend.start(spec, name=self.shard.server_name(kind))
 
         if kind == "model" and settings.RLMESH_SHARE_MODEL_SERVERS and isinstance(backend, LocalRuntime):
-            # The shards of one workload on this host share one model server (runtime.shared).
-            return shared.acquire(f"workload-{self.workload.pk}", start)
+            # The shards of an evaluation on this host that run one model the same way share its server
+            # (runtime.shared): one copy of the weights, and one batcher for all their episodes.
+            return shared.acquire(shared.model_key(self.evaluation.pk, spec), start)
         return start()
 
     def admit(self, stop) -> bool:
@@ -181,7 +182,9 @@ class ShardRunner:
                 Shard.objects.filter(pk=self.shard.pk).update(timings=timings)
 
     def close(self) -> None:
-        """Stop both servers (a container's last output is kept in the Logs first: it is gone once removed)."""
+        """Stop both servers (a container's last output is kept in the Logs first: it is gone once removed); the
+        batch sizes the model server has seen so far are kept on the shard (``timings["modelBatches"]``)."""
+        self._keep_batch_stats()
         for kind, server in self.servers.items():
             if server is None:
                 continue
@@ -195,6 +198,14 @@ class ShardRunner:
         if self.memory is not None:
             self.memory.release()
             self.memory = None
+
+    def _keep_batch_stats(self) -> None:
+        stats = self.servers["model"].batch_stats() if self.servers["model"] is not None else None
+        if stats is None:
+            return
+        kept = [s for s in self.shard.timings.get("modelBatches", []) if s.get("server") != stats["server"]]
+        self.shard.timings = {**self.shard.timings, "modelBatches": [*kept, stats]}
+        Shard.objects.filter(pk=self.shard.pk).update(timings=self.shard.timings)
 
     # ----------------------------------------------------------- episodes
     def not_run(self, index: int) -> dict:

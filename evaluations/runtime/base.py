@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -61,6 +63,17 @@ class ServedEndpoint(ABC):
     def log_tail(self, lines: int = 20) -> str:
         """The last ``lines`` lines of the server's output so far (a running server may still add to it)."""
 
+    #: Where a local model server writes the batch sizes it has seen (``prebuilt.lerobot.batching``), or None.
+    stats_path: Path | None = None
+
+    def batch_stats(self) -> dict | None:
+        """``{"server", "size", "calls": {rows: count}}``: the forward passes this model server ran by the number of
+        episodes' rows in them, since it started; None when it batches nothing (or is not a local model server)."""
+        from ..prebuilt.lerobot.batching import read_stats
+
+        stats = read_stats(self.stats_path) if self.stats_path is not None else None
+        return {"server": str(self.stats_path), **stats} if stats else None
+
     def final_output(self, lines: int = 20) -> str:
         """The last ``lines`` lines of a server that has exited, complete: backends whose output reaches its store
         after the server is seen exited (a container's log) wait for it, within a bound. Never raises."""
@@ -71,6 +84,11 @@ class ServedEndpoint(ABC):
         lose it (a container's removal). Never raises."""
         self.stop()
         return self.final_output(lines)
+
+
+def stats_path(log_path: Path) -> Path:
+    """The batch-size file of the local model server whose output goes to ``log_path`` (beside it)."""
+    return log_path.with_name(f"{log_path.stem}.batches.json")
 
 
 def accepts_connections(address: str, kind: str) -> bool:

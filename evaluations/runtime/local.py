@@ -25,7 +25,8 @@ from django.conf import settings
 
 from . import forkserver, tcp_nodelay, zygote
 from .forkchild import die_with_parent
-from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections
+from ..prebuilt.lerobot.batching import STATS_ENV
+from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections, stats_path
 
 #: Socket directories are named ``rlm-<pid of the worker process>-…`` so the reaper can tell whose they are.
 SOCKET_DIR_PREFIX = "rlm-"
@@ -161,6 +162,7 @@ class LocalRuntime(RuntimeBackend):
             argv = [target]
         args = [*argv, "--address", address] + (["--kwargs-json", json.dumps(spec.kwargs)] if spec.kwargs else [])
         nodelay = settings.RLMESH_TCP_NODELAY and tcp_nodelay.is_tcp(address)
+        stats_path(log_path).unlink(missing_ok=True)  # a model server of the same name before this one
         cmd = serve_command(python, args, nodelay=nodelay)
         env = {
             **os.environ,
@@ -168,6 +170,7 @@ class LocalRuntime(RuntimeBackend):
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join(p for p in (str(settings.BASE_DIR), os.environ.get("PYTHONPATH", "")) if p),
             **spec.secrets,  # names chosen by the platform (unlike env_vars above): safe on the worker host
+            **({STATS_ENV: str(stats_path(log_path))} if spec.kind == "model" else {}),
         }
         started = time.monotonic()
         proc = None
@@ -190,6 +193,8 @@ class LocalRuntime(RuntimeBackend):
                     preexec_fn=_die_with_parent, cwd=str(settings.BASE_DIR),
                 )
         server = LocalServer(proc, address, log_path, sock_dir)
+        if spec.kind == "model":
+            server.stats_path = stats_path(log_path)
         return self.become_ready(server, lambda: self._wait_ready(server, spec.kind, started, spec.ready_limit), started)
 
     def _wait_ready(self, server: LocalServer, kind: str, started: float, timeout: float) -> None:

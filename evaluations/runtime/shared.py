@@ -1,8 +1,9 @@
-"""Model servers shared by the shards of one workload on one host: an rlmesh model server takes many sessions at once
-(spec/ENVS.md: 4 sessions on one model server gave 3.1x the steps/s of one), so the second shard of a workload on a
-host uses the first one's server instead of loading the model again (one copy of the weights per host).
+"""Model servers shared by the shards of one evaluation on one host that run one model the same way
+(:func:`model_key`): an rlmesh model server takes many sessions at once (spec/ENVS.md: 4 sessions on one model server
+gave 3.1x the steps/s of one), so the second shard on a host uses the first one's server instead of loading the model
+again (one copy of the weights per host, one batcher for every episode: ``prebuilt.lerobot.batching``).
 
-Each worker process that uses a shared server holds a lease on it. The registry is a small JSON file per workload in
+Each worker process that uses a shared server holds a lease on it. The registry is a small JSON file per key in
 ``RLMESH_RUN_DIR/shared/``, read and written under an exclusive ``flock`` (so pool processes of every worker on the
 host agree): the server's pid and start time, address, log file, the pid of the process that started it (its owner)
 and the leases (``"<pid>:<token>"``, one per lease, so two runners in one process hold two). The last lease released
@@ -15,6 +16,7 @@ are not shared).
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import signal
@@ -24,10 +26,10 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .base import ServedEndpoint
+from .base import ServedEndpoint, stats_path
 from .processes import pid_alive, start_time
 
-__all__ = ["SharedServer", "acquire"]
+__all__ = ["SharedServer", "acquire", "model_key"]
 
 
 def _dir() -> Path:
@@ -66,6 +68,7 @@ class SharedServer(ServedEndpoint):
         self._start = state["start"]
         self.address = state["address"]
         self._log = Path(state["log"])
+        self.stats_path = stats_path(self._log)
         self.ready_seconds = ready_seconds
         #: The process that started the server (it dies with that process); None in registries of older versions.
         self.owner: int | None = state.get("owner")
@@ -113,6 +116,14 @@ def _holder(lease) -> int:
 
 def _new_lease() -> str:
     return f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def model_key(evaluation_pk: int, spec) -> str:
+    """The registry key of the model server an evaluation's shards share on a host: one per evaluation and way of
+    serving the model (``spec``'s source, load kwargs, environment and secrets, hashed), so the workloads of one
+    model on many tasks share it, and a model run another way (another checkpoint, batch shape or key) does not."""
+    identity = json.dumps([spec.source, spec.kwargs, spec.env_vars, spec.secrets], sort_keys=True, default=str)
+    return f"model-{evaluation_pk}-{hashlib.sha256(identity.encode()).hexdigest()[:24]}"
 
 
 def acquire(key: str, start) -> SharedServer:

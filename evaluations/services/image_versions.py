@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 
 from ..choices import ImageKind, ProbeStatus
 from ..models import ImageRepository, ImageVersion, Organization
 from ..models.images import PREBUILT_NAMESPACE
+from ..prebuilt.lerobot.entry import LEROBOT_SOURCE
 
 __all__ = ["MalformedReference", "ReferenceError_", "ResolvedImage", "parse_reference", "reference_problem", "pick_version", "resolve_reference", "sync_prebuilt", "tag_problem"]
 
@@ -185,18 +187,26 @@ class ResolvedImage:
         operator installed (services.weights) as their settings name them now; a model car's: the SHA-256 of the
         checkpoint its probe read (the server refuses other files)."""
         if self.version.lerobot:
-            return {"sha256": self.version.lerobot["sha256"]}
+            return {"sha256": self.version.lerobot["sha256"], **batch_kwargs()}
         if not self.checkpoint:
             return {}
         from .weights import weights_kwargs
 
         return {**self.version.checkpoints.get(self.checkpoint, {}).get("load", {}),
-                **weights_kwargs(self.version.checkpoints, self.checkpoint)}
+                **weights_kwargs(self.version.checkpoints, self.checkpoint),
+                **(batch_kwargs() if self.version.source == LEROBOT_SOURCE else {})}
 
     @property
     def scenarios(self) -> list[str] | None:
         """The scenario ids the checkpoint declares it can act in, or None for no restriction."""
         return self.version.checkpoints.get(self.checkpoint, {}).get("scenarios") if self.checkpoint else None
+
+
+def batch_kwargs() -> dict:
+    """The LeRobot server's batching ``load`` kwargs under ``RLMESH_MODEL_BATCH`` (none when 0): recorded on the
+    workload, since the batch shape is part of what fixes an episode's actions (``prebuilt.lerobot.batching``)."""
+    size = int(settings.RLMESH_MODEL_BATCH)
+    return {"batch": size, "batch_wait_ms": float(settings.RLMESH_MODEL_BATCH_WAIT_MS)} if size >= 1 else {}
 
 
 def pick_version(repo: ImageRepository, parsed: ParsedReference) -> ImageVersion | None:

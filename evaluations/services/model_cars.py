@@ -32,6 +32,7 @@ from pathlib import Path
 from django.conf import settings
 
 from ..prebuilt.lerobot.checkpoints import inspect
+from ..prebuilt.lerobot.entry import LEROBOT_SOURCE
 from ..runtime import RuntimeBackendError, ServerSpec
 
 __all__ = ["CheckpointRefused", "DEFAULT_PATH", "LABEL", "LEROBOT_SOURCE", "build_and_push", "check_tar", "folder_spec", "inspect_folder",
@@ -43,7 +44,6 @@ LABEL = "dev.rlmesh.lerobot.checkpoint"
 #: Where the docs and the dashboard's uploads put it.
 DEFAULT_PATH = "/checkpoint"
 #: The platform's LeRobot model server, which runs every LeRobot checkpoint (the catalog's ``prebuilt/lerobot``).
-LEROBOT_SOURCE = "python+lerobot://evaluations.prebuilt.lerobot.policy:LeRobotPolicy"
 #: Most entries a checkpoint folder may hold.
 MAX_MEMBERS = 10_000
 #: Seconds the model server may take to load a checkpoint before it listens.

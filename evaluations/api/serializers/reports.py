@@ -123,6 +123,12 @@ class MetricsServerStartSerializer(serializers.Serializer):
     model = MetricsDistributionSerializer()
 
 
+class MetricsModelBatchesSerializer(serializers.Serializer):
+    size = serializers.IntegerField(allow_null=True, help_text="rows of every forward pass (RLMESH_MODEL_BATCH)")
+    calls = serializers.DictField(child=serializers.IntegerField(), help_text="forward passes by episodes in them")
+    meanRows = serializers.FloatField(allow_null=True)  # noqa: N815
+
+
 class MetricsVideosSerializer(serializers.Serializer):
     count = serializers.IntegerField()
     totalBytes = serializers.IntegerField()  # noqa: N815
@@ -143,6 +149,8 @@ class MetricsSerializer(serializers.Serializer):
     latencyMs = MetricsLatencySerializer()  # noqa: N815
     queueWaitSeconds = MetricsDistributionSerializer(help_text="shard queued → started")  # noqa: N815
     serverStartSeconds = MetricsServerStartSerializer()  # noqa: N815
+    modelBatches = MetricsModelBatchesSerializer(allow_null=True, help_text=(  # noqa: N815
+        "batching model servers (LeRobot ACT with RLMESH_MODEL_BATCH set); null when none batched"))
     videos = MetricsVideosSerializer()
 
 

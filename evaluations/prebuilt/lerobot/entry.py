@@ -9,12 +9,14 @@ from pathlib import Path
 from ..catalog import PrebuiltImage
 from .checkpoints import SETTING, inspect
 
-__all__ = ["LEROBOT_DOCS", "LEROBOT_MODEL", "lerobot_image"]
+__all__ = ["LEROBOT_DOCS", "LEROBOT_MODEL", "LEROBOT_SOURCE", "lerobot_image"]
 
 #: LeRobot checkpoints an operator installs: one checkpoint of ``prebuilt/lerobot`` per folder under
 #: ``RLMESH_LEROBOT_CHECKPOINTS`` whose name a reference can spell (``evaluations.prebuilt.lerobot.checkpoints``).
 LEROBOT_MODEL = "prebuilt/lerobot"
 LEROBOT_DOCS = "docs/running/lerobot-checkpoints.md"
+#: The platform's LeRobot model server (``prebuilt/lerobot/<folder>`` and organizations' model cars).
+LEROBOT_SOURCE = "python+lerobot://evaluations.prebuilt.lerobot.policy:LeRobotPolicy"
 _CHECKPOINT_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
 
 
@@ -34,7 +36,7 @@ def lerobot_image(root: str, env: dict) -> PrebuiltImage:
             "lerobot": report, "scenarios": None,
             "weights": {"check": "lerobot-checkpoint", "settings": {"root": SETTING}, "docs": LEROBOT_DOCS}}
     return PrebuiltImage(
-        name="lerobot", kind="model", source="python+lerobot://evaluations.prebuilt.lerobot.policy:LeRobotPolicy",
+        name="lerobot", kind="model", source=LEROBOT_SOURCE,
         description="LeRobot checkpoints an operator installs (RLMESH_LEROBOT_CHECKPOINTS), any policy type lerobot "
         "0.4.4 builds, on LIBERO: prebuilt/lerobot/<folder>. Loaded as LeRobot loads them, from JSON and safetensors "
         "only; types that need files only a hub serves are refused until those are installed.",

@@ -14,6 +14,11 @@ in order, agentview first (:func:`camera_map`), or as a ``rename_map`` (``{"obse
 **Per episode**: each rlmesh episode keeps the policy's action queues (``_queues`` / ``_action_queue``, refilled when
 empty), and every new chunk is computed with torch's generator seeded from the episode's seed and the chunk's index,
 so an episode's actions depend on its seed alone, whatever other episodes ran in between.
+
+**Batched** (``batch=n`` ≥ 1, the platform's ``RLMESH_MODEL_BATCH``; types in :data:`.batching.BATCHED_TYPES`): an
+episode keeps its own chunk of actions; one that needs a new chunk sends its preprocessed observation to a
+:class:`~.batching.ChunkBatcher`, which runs ``predict_action_chunk`` on ``n`` rows at once (the free rows padded),
+so concurrent episodes share forward passes and each episode's actions stay the same whatever it was batched with.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import rlmesh
 
+from .batching import STATS_ENV, ChunkBatcher, batchable
 from .checkpoints import HUB_FOLDERS, SETTING, inspect, patched_transformers_env
 from .smolvla import OFFLINE_ENV, instruction_of
 
@@ -41,15 +47,18 @@ BACKBONE_INIT = "pretrained_backbone_weights"
 class LeRobotPolicy(rlmesh.numpy.Model):
     """A LeRobot checkpoint on LIBERO observations (the module docstring); action float32 (7,) in [-1, 1].
 
-    ``load(folder, root="", device="", rename_map="", sha256="")``: the checkpoint ``root/folder`` (``root`` defaults
-    to ``$RLMESH_LEROBOT_CHECKPOINTS``), whose files must hash to ``sha256`` when given (what the catalog read);
-    FileNotFoundError naming what is missing, refused or changed."""
+    ``load(folder, root="", device="", rename_map="", sha256="", batch=0, batch_wait_ms=10.0)``: the checkpoint
+    ``root/folder`` (``root`` defaults to ``$RLMESH_LEROBOT_CHECKPOINTS``), whose files must hash to ``sha256`` when
+    given (what the catalog read); FileNotFoundError naming what is missing, refused or changed. ``batch`` ≥ 1: the
+    fixed number of rows of every forward pass of a batched type (0: the policy's own ``select_action``, one call
+    at a time, as before batching existed); ``batch_wait_ms``: how long a chunk request waits for others."""
 
     workflow_edition = "2026.06"
     spec = rlmesh.NO_ADAPTER  # reads LeRobot's LIBERO observation keys itself
 
-    def load(self, folder: str = "", root: str = "", device: str = "", rename_map: str = "", sha256: str = "") -> None:
-        self.policy = None
+    def load(self, folder: str = "", root: str = "", device: str = "", rename_map: str = "", sha256: str = "",
+             batch: int = 0, batch_wait_ms: float = 10.0) -> None:
+        self.policy, self.batcher = None, None
         if not folder:
             return  # built to be described: a checkpoint is named by the catalog's load kwargs
         root = root or os.environ.get(SETTING, "")
@@ -72,6 +81,9 @@ class LeRobotPolicy(rlmesh.numpy.Model):
         self.policy, self.preprocessor, self.postprocessor = _build(path, self.type, self.torch_device)
         self.device = None  # numpy model: rlmesh moves nothing; the preprocessor's device step does
         self._lock = threading.Lock()
+        if int(batch) >= 1 and batchable(self.type, self.policy.config):
+            self.batcher = ChunkBatcher(self._chunks, int(batch), float(batch_wait_ms) / 1000.0,
+                                        os.environ.get(STATS_ENV) or None)
 
     def batch(self, observation) -> dict:
         """LeRobot's policy input for one observation, before the checkpoint's preprocessor."""
@@ -90,6 +102,8 @@ class LeRobotPolicy(rlmesh.numpy.Model):
         if self.policy is None:
             raise RuntimeError("no checkpoint loaded: load(folder=…) names one")
         episode = context["state"] if context is not None else {}
+        if self.batcher is not None:
+            return self._batched_predict(observation, episode)
         with self._lock, self.torch.inference_mode():
             if "queues" not in episode:
                 self.policy.reset()
@@ -104,6 +118,36 @@ class LeRobotPolicy(rlmesh.numpy.Model):
             episode["chunks"] += 1
             action = self.postprocessor(self.policy.select_action(self.preprocessor(self.batch(observation))))
         return np.clip(action.reshape(-1).float().cpu().numpy(), -1.0, 1.0).astype(np.float32)
+
+    def _batched_predict(self, observation, episode: dict):
+        """The next action of the episode's own chunk; a new chunk from the batcher when it is used up. As
+        ``select_action`` does: the first ``n_action_steps`` of the chunk, each postprocessed when it is taken."""
+        from collections import deque
+
+        actions = episode.setdefault("actions", deque())
+        if not actions:
+            with self._lock, self.torch.inference_mode():
+                row = self.preprocessor(self.batch(observation))
+            actions.extend(self.batcher.submit(row)[: self.policy.config.n_action_steps])
+        with self._lock, self.torch.inference_mode():
+            action = self.postprocessor(actions.popleft().unsqueeze(0))
+        return np.clip(action.reshape(-1).float().cpu().numpy(), -1.0, 1.0).astype(np.float32)
+
+    def _chunks(self, rows: list[dict]) -> list:
+        """``predict_action_chunk`` on ``rows`` (preprocessed single-observation batches, ``batch`` of them) stacked
+        into one batch: each row's chunk, (chunk_size, action_dim)."""
+        torch = self.torch
+        merged = {}
+        for key, value in rows[0].items():
+            if isinstance(value, torch.Tensor):
+                merged[key] = torch.cat([r[key] for r in rows])
+            elif isinstance(value, list):
+                merged[key] = [item for r in rows for item in r[key]]
+            else:
+                merged[key] = value
+        with torch.inference_mode():  # the one thread that calls the policy while batching
+            chunk = self.policy.predict_action_chunk(merged)
+        return list(chunk.unbind(0))
 
 
 #: LIBERO's cameras as ``preprocess_observation`` names them: agentview, then wrist.

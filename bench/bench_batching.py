@@ -1,0 +1,125 @@
+"""Batched inference through the platform (issue 36 part 3): episodes per hour, memory and the batch sizes seen for
+``workers`` 1, 2 and 4, one model server per shard unbatched against one server per host batched, with the
+trajectory digests compared. A benchmark, not a timed test::
+
+    .venv/bin/python bench/bench_batching.py [--workers 1 2 4] [--episodes 8] [--max-steps 60] [--batch 4]
+        [--out bench/results/batching_<date>.json]
+
+The model: a tiny ACT checkpoint (11 M parameters, random weights) built by lerobot 0.4.4's own classes
+(tests/fixtures/build_tiny_lerobot.py), as ``prebuilt/lerobot/tiny-act`` on ``prebuilt/libero`` ``libero_object/0``
+with both 256² cameras rendered. Each cell is a fresh live platform (gunicorn + one Celery worker whose concurrency
+is ``workers``; SQLite and the database broker, as ``make demo`` runs), one evaluation of ``--episodes`` episodes
+(seed 0) on ``workers`` shards:
+
+- ``per-shard``: ``RLMESH_SHARE_MODEL_SERVERS=False``, ``RLMESH_MODEL_BATCH=0``: every shard loads its own copy
+  and calls it one observation at a time (as before this issue);
+- ``batched``: one server per host for the evaluation, ``RLMESH_MODEL_BATCH=--batch``.
+
+Measured: wall time submit → completed, episodes per hour, the peak summed RSS of the model servers (sampled every
+0.5 s), the evaluation's ``modelBatches`` metric, and whether every cell of a mode gave the same digests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def build_checkpoint(root: Path) -> Path:
+    subprocess.run([str(ROOT / ".venv-lerobot/bin/python"), "tests/fixtures/build_tiny_lerobot.py", str(root), "act"],
+                   cwd=ROOT, check=True, capture_output=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin",
+                                                                   "HOME": str(root)})
+    return root / "tiny-act"
+
+
+def model_server_rss() -> int:
+    """Bytes of resident memory of every LeRobot model server on the machine (``ps``)."""
+    out = subprocess.run(["ps", "-eo", "rss=,args="], capture_output=True, text=True).stdout
+    return sum(int(line.split(None, 1)[0]) * 1024 for line in out.splitlines()
+               if "LeRobotPolicy" in line and "rlmesh" in line)
+
+
+def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: int, batch: int) -> dict:
+    from tests.support.live import LivePlatform
+
+    env = {"RLMESH_LEROBOT_CHECKPOINTS": str(checkpoints),
+           "RLMESH_SHARE_MODEL_SERVERS": "True" if mode == "batched" else "False",
+           "RLMESH_MODEL_BATCH": str(batch if mode == "batched" else 0)}
+    live = LivePlatform(Path(tempfile.mkdtemp(prefix="rlm-batching-")), **env).prepare()
+    live.start_web()
+    live.start_worker(concurrency=workers)
+    peak, sampling = [0], [True]
+
+    def sample():
+        while sampling[0]:
+            peak[0] = max(peak[0], model_server_rss())
+            time.sleep(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        body = {"name": f"batching {mode} workers {workers}", "models": ["prebuilt/lerobot/tiny-act"],
+                "tasks": [{"env": "prebuilt/libero", "taskId": "libero_object/0", "episodes": episodes, "seed": 0,
+                           "workers": workers, "maxSteps": max_steps, "record": "none"}]}
+        t0 = time.monotonic()
+        r = live.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
+        eval_id = json.JSONDecoder().raw_decode(r.stdout)[0]["id"]
+        while (e := live.api(f"/v1/evaluations/{eval_id}"))["status"] not in ("completed", "failed", "cancelled"):
+            time.sleep(1)
+        wall = time.monotonic() - t0
+        items = sorted(live.episodes(eval_id), key=lambda i: i["index"])
+        metrics = live.api(f"/v1/evaluations/{eval_id}/metrics")
+    finally:
+        sampling[0] = False
+        live.stop()
+    return {"mode": mode, "workers": workers, "status": e["status"], "wallSeconds": round(wall, 1),
+            "episodesPerHour": round(len(items) / wall * 3600, 1), "modelServerPeakRssMB": round(peak[0] / 2**20),
+            "modelBatches": metrics.get("modelBatches"), "steps": sum(i.get("steps") or 0 for i in items),
+            "digests": [i.get("trajectoryDigest") for i in items], "statuses": [i["status"] for i in items]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--workers", nargs="+", type=int, default=[1, 2, 4])
+    p.add_argument("--episodes", type=int, default=8)
+    p.add_argument("--max-steps", type=int, default=60)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--out", type=Path)
+    args = p.parse_args(argv)
+    checkpoints = Path(tempfile.mkdtemp(prefix="rlm-tiny-"))
+    build_checkpoint(checkpoints)
+    rows = []
+    for workers in args.workers:
+        for mode in ("per-shard", "batched"):
+            row = cell(checkpoints, mode, workers, args.episodes, args.max_steps, args.batch)
+            rows.append(row)
+            print(f"{mode:>9} workers {workers}: {row['wallSeconds']:6.1f} s  {row['episodesPerHour']:7.1f} eps/h  "
+                  f"model RSS {row['modelServerPeakRssMB']} MB  batches {row['modelBatches']}", flush=True)
+    summary = {}
+    for mode in ("per-shard", "batched"):
+        cells = [r for r in rows if r["mode"] == mode]
+        summary[mode] = {"sameDigestsAcrossWorkers": all(c["digests"] == cells[0]["digests"] for c in cells),
+                         "throughputVsWorkers1": {c["workers"]: round(c["episodesPerHour"] / cells[0]["episodesPerHour"], 2)
+                                                  for c in cells}}
+    for workers in args.workers:
+        a, b = (next(r for r in rows if r["mode"] == m and r["workers"] == workers) for m in ("per-shard", "batched"))
+        summary[f"batched/per-shard workers {workers}"] = {
+            "episodesPerHour": round(b["episodesPerHour"] / a["episodesPerHour"], 2),
+            "modelMemory": round(b["modelServerPeakRssMB"] / max(a["modelServerPeakRssMB"], 1), 2)}
+    print(json.dumps(summary, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows,
+                                        "summary": summary}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""Batched inference that keeps every episode's seed (issue 36): the batcher gathers concurrent chunk requests into
+fixed-shape forward passes; a tiny ACT checkpoint (lerobot 0.4.4's own classes) gives each episode the same actions
+whether it ran alone or batched with others; the platform records the batch shape on the workload, shares one
+server between an evaluation's workloads of one model, and reports the batch sizes its servers saw."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+
+import pytest
+
+from evaluations.prebuilt.lerobot.batching import ChunkBatcher, batchable, read_stats
+from evaluations.reports.scores import model_batches
+from evaluations.runtime import ServerSpec
+from evaluations.runtime.shared import model_key
+from tests.support.execution import create, episodes, run_all
+from tests.support.libero import ROOT, needs_libero_venv
+
+LEROBOT_PYTHON = ROOT / ".venv-lerobot" / "bin" / "python"
+needs_lerobot_venv = pytest.mark.skipif(not LEROBOT_PYTHON.exists(), reason="needs .venv-lerobot (make test-setup)")
+
+
+def _concurrently(batcher, rows) -> list:
+    results = [None] * len(rows)
+    barrier = threading.Barrier(len(rows))
+
+    def one(i):
+        barrier.wait()
+        results[i] = batcher.submit(rows[i])
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(rows))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    return results
+
+
+def test_concurrent_requests_share_one_forward_pass_of_the_fixed_shape(tmp_path):
+    shapes = []
+
+    def compute(rows):
+        shapes.append(list(rows))
+        return [r * 10 for r in rows]
+
+    stats = tmp_path / "model.batches.json"
+    batcher = ChunkBatcher(compute, size=4, max_wait=2.0, stats_path=str(stats))
+    assert sorted(_concurrently(batcher, [1, 2, 3, 4])) == [10, 20, 30, 40]
+    assert len(shapes) == 1 and sorted(shapes[0]) == [1, 2, 3, 4]
+    # Three at once: still 4 rows, the free one a copy of the first; each gets its own row back.
+    assert sorted(_concurrently(batcher, [5, 6, 7])) == [50, 60, 70]
+    assert len(shapes[1]) == 4 and sorted(shapes[1][:3]) == [5, 6, 7] and shapes[1][3] == shapes[1][0]
+    assert read_stats(stats) == {"size": 4, "calls": {"3": 1, "4": 1}}
+
+
+def test_a_lone_request_waits_at_most_the_wait_and_a_failure_reaches_every_waiter():
+    calls = []
+
+    def compute(rows):
+        calls.append(len(rows))
+        if rows[0] == "bad":
+            raise RuntimeError("forward failed")
+        return rows
+
+    batcher = ChunkBatcher(compute, size=8, max_wait=0.05)
+    t0 = time.monotonic()
+    assert batcher.submit("a") == "a"
+    assert time.monotonic() - t0 < 1.0 and calls == [8] and dict(batcher.seen) == {1: 1}
+    with pytest.raises(RuntimeError, match="forward failed"):
+        batcher.submit("bad")
+    assert batcher.submit("b") == "b"  # the batcher goes on serving
+    with pytest.raises(ValueError):
+        ChunkBatcher(compute, size=0, max_wait=0.0)
+
+
+def test_only_row_independent_types_batch():
+    class Config:
+        temporal_ensemble_coeff = None
+
+    assert batchable("act", Config())
+    Config.temporal_ensemble_coeff = 0.01  # a running average inside the policy
+    assert not batchable("act", Config())
+    assert not any(batchable(t, Config()) for t in ("diffusion", "vqbet", "tdmpc", "smolvla"))
+
+
+def test_a_server_read_by_many_shards_counts_once_at_its_fullest():
+    a1 = {"server": "a", "size": 4, "calls": {"1": 3, "4": 1}}
+    a2 = {"server": "a", "size": 4, "calls": {"1": 5, "4": 2, "2": 1}}
+    b = {"server": "b", "size": 4, "calls": {"4": 2}}
+    merged = model_batches([[a1], [a2, b], []])
+    assert merged["calls"] == {"1": 5, "2": 1, "4": 4} and merged["size"] == 4
+    assert merged["meanRows"] == pytest.approx((5 + 2 + 16) / 10)
+    assert model_batches([[], []]) is None
+
+
+def test_one_model_run_one_way_shares_a_server_within_an_evaluation():
+    spec = ServerSpec("model", "python+lerobot://x:Y", {"folder": "tiny-act", "batch": 4})
+    assert model_key(1, spec) == model_key(1, ServerSpec("model", "python+lerobot://x:Y", {"batch": 4, "folder": "tiny-act"}))
+    assert model_key(1, spec) != model_key(2, spec)
+    assert model_key(1, spec) != model_key(1, ServerSpec("model", spec.source, {"folder": "tiny-act", "batch": 8}))
+    assert model_key(1, spec) != model_key(1, ServerSpec("model", spec.source, spec.kwargs, secrets={"K": "1"}))
+
+
+@pytest.mark.django_db
+def test_the_batch_shape_is_recorded_on_a_lerobot_workload_and_nowhere_else(tenant_a, settings, tmp_path):
+    from evaluations.prebuilt.lerobot.entry import LEROBOT_SOURCE
+    from evaluations.services.image_versions import ResolvedImage
+
+    class Version:
+        lerobot, checkpoints, source = None, {"tiny-act": {"load": {"folder": "tiny-act"}}}, LEROBOT_SOURCE
+
+    settings.RLMESH_MODEL_BATCH, settings.RLMESH_MODEL_BATCH_WAIT_MS = 4, 20.0
+    assert ResolvedImage("prebuilt/lerobot/tiny-act", Version, "tiny-act").load_kwargs == {
+        "folder": "tiny-act", "batch": 4, "batch_wait_ms": 20.0}
+    Version.lerobot = {"sha256": "ab" * 32}  # an organization's model car
+    assert ResolvedImage("acme/car", Version, None).load_kwargs == {"sha256": "ab" * 32, "batch": 4, "batch_wait_ms": 20.0}
+    Version.lerobot, Version.source = None, "python://evaluations.prebuilt.models:Other"
+    assert "batch" not in ResolvedImage("prebuilt/other/x", Version, "tiny-act").load_kwargs
+    settings.RLMESH_MODEL_BATCH = 0  # the default: one call at a time, kwargs as before batching
+    Version.source = LEROBOT_SOURCE
+    assert ResolvedImage("prebuilt/lerobot/tiny-act", Version, "tiny-act").load_kwargs == {"folder": "tiny-act"}
+
+
+@pytest.fixture(scope="module")
+def tiny_act(tmp_path_factory):
+    root = tmp_path_factory.mktemp("checkpoints")
+    built = subprocess.run([str(LEROBOT_PYTHON), "tests/fixtures/build_tiny_lerobot.py", str(root), "act"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=900,
+                           env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(root)})
+    assert built.returncode == 0, built.stderr[-3000:]
+    return root / "tiny-act"
+
+
+def _drive(folder, batch: int, mode: str, episodes: int = 4, steps: int = 12) -> dict:
+    out = subprocess.run([str(LEROBOT_PYTHON), "tests/support/batched_lerobot.py", str(folder), str(batch),
+                          str(episodes), str(steps), mode], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(folder.parent)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@needs_lerobot_venv
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_an_episode_gets_the_same_actions_alone_or_batched_with_others(tiny_act):
+    """Four episodes of 12 steps (chunks of 5: 3 chunks each) on a tiny ACT: one after the other (every forward
+    pass one real row of 4) and at once (passes of 4 real rows): the same actions, bit for bit. At batch 1 the
+    batched path gives what the policy's own ``select_action`` gives; batch 4's bits differ from batch 1's (the
+    shape is part of the episode, hence recorded)."""
+    alone, together = _drive(tiny_act, 4, "serial"), _drive(tiny_act, 4, "concurrent")
+    assert alone["episodes"] == together["episodes"]
+    assert alone["batches"] == {"1": 12} and together["batches"].get("4", 0) >= 1
+    assert len(set(alone["episodes"].values())) == 4  # four different episodes, not one repeated
+    unbatched, batch1 = _drive(tiny_act, 0, "serial"), _drive(tiny_act, 1, "serial")
+    assert unbatched["episodes"] == batch1["episodes"] and unbatched["batches"] is None
+    assert batch1["episodes"] != alone["episodes"]
+
+
+@needs_lerobot_venv
+@needs_libero_venv
+@pytest.mark.slow
+@pytest.mark.live
+@pytest.mark.django_db
+@pytest.mark.timeout(1800)
+def test_workers_1_and_4_give_the_same_libero_episodes_through_the_platform(tenant_a, settings, tiny_act):
+    """``RLMESH_MODEL_BATCH=4``: a tiny ACT on LIBERO, 4 episodes on 1 worker and on 4: the same trajectory digests;
+    the batch shape is on the workload and the batch sizes the servers saw are in the evaluation's metrics."""
+    from evaluations.reports.scores import evaluation_metrics
+    from evaluations.services.image_versions import sync_prebuilt
+
+    settings.RLMESH_LEROBOT_CHECKPOINTS = str(tiny_act.parent)
+    settings.RLMESH_MODEL_BATCH = 4
+    sync_prebuilt()
+    task = {"env": "prebuilt/libero", "taskId": "libero_object/9", "episodes": 4, "seed": 0, "maxSteps": 12}
+    runs = []
+    for workers in (1, 4):
+        evaluation = create(tenant_a, {"models": ["prebuilt/lerobot/tiny-act"], "tasks": [{**task, "workers": workers}]})
+        run_all(evaluation)
+        assert evaluation.status == "completed", evaluation.error_message
+        eps = episodes(evaluation)
+        assert [e.status for e in eps] == ["completed"] * 4 and eps[0].workload.model_kwargs["batch"] == 4
+        runs.append(([e.trajectory_digest for e in eps], evaluation_metrics(evaluation)["modelBatches"]))
+    (one, one_batches), (four, four_batches) = runs
+    assert one == four and len(set(one)) == 4
+    # 12 steps, chunks of 5: 3 forward passes an episode, plus the first-action checks' calls before episode 1;
+    # every one of the fixed shape (shards one after another here: one real row each).
+    assert one_batches["size"] == four_batches["size"] == 4
+    assert set(one_batches["calls"]) == set(four_batches["calls"]) == {"1"}
+    assert min(sum(one_batches["calls"].values()), sum(four_batches["calls"].values())) >= 12
+    print("BATCHED", one, one_batches, four_batches)
