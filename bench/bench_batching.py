@@ -16,7 +16,9 @@ is ``workers``; SQLite and the database broker, as ``make demo`` runs), one eval
 - ``batched``: one server per host for the evaluation, ``RLMESH_MODEL_BATCH=--batch``.
 
 Measured: wall time submit → completed, episodes per hour, the peak summed RSS of the model servers (sampled every
-0.5 s), the evaluation's ``modelBatches`` metric, and whether every cell of a mode gave the same digests.
+0.5 s), the evaluation's ``modelBatches`` metric, and whether every cell of a mode gave the same digests. Then the
+same policy on the same episodes in LeRobot's own loop (``bench_lerobot_loop.py``: ``lerobot_eval.rollout``, one
+env, as ``lerobot-eval --eval.batch_size=1`` runs), and the ratio ours ÷ LeRobot's at ``workers: 1``.
 """
 
 from __future__ import annotations
@@ -87,11 +89,23 @@ def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: i
             "digests": [i.get("trajectoryDigest") for i in items], "statuses": [i["status"] for i in items]}
 
 
+def lerobot_loop(folder: Path, episodes: int, max_steps: int) -> dict:
+    """``bench_lerobot_loop.py`` on the same checkpoint and episodes: its JSON line."""
+    import os
+
+    out = subprocess.run([str(ROOT / ".venv-libero/bin/python"), "bench/bench_lerobot_loop.py", str(folder),
+                          "--task", "libero_object/0", "--episodes", str(episodes), "--max-steps", str(max_steps)],
+                         cwd=ROOT, check=True, capture_output=True, text=True,
+                         env={**os.environ, "MUJOCO_GL": "egl", "PYTHONPATH": str(ROOT),
+                              "HOME": tempfile.mkdtemp(prefix="rlm-libero-home-")})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--workers", nargs="+", type=int, default=[1, 2, 4])
     p.add_argument("--episodes", type=int, default=8)
-    p.add_argument("--max-steps", type=int, default=60)
+    p.add_argument("--max-steps", type=int, default=100)
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
@@ -104,12 +118,18 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(row)
             print(f"{mode:>9} workers {workers}: {row['wallSeconds']:6.1f} s  {row['episodesPerHour']:7.1f} eps/h  "
                   f"model RSS {row['modelServerPeakRssMB']} MB  batches {row['modelBatches']}", flush=True)
-    summary = {}
+    lerobot = lerobot_loop(checkpoints / "tiny-act", args.episodes, args.max_steps)
+    print(f"LeRobot's loop: {lerobot['wallSeconds']:6.1f} s  {lerobot['episodesPerHour']:7.1f} eps/h", flush=True)
+    summary = {"lerobotLoop": lerobot}
     for mode in ("per-shard", "batched"):
         cells = [r for r in rows if r["mode"] == mode]
         summary[mode] = {"sameDigestsAcrossWorkers": all(c["digests"] == cells[0]["digests"] for c in cells),
                          "throughputVsWorkers1": {c["workers"]: round(c["episodesPerHour"] / cells[0]["episodesPerHour"], 2)
                                                   for c in cells}}
+    for r in rows:
+        if r["workers"] == 1:
+            summary[f"ours ({r['mode']}, workers 1) / LeRobot's loop"] = round(
+                r["episodesPerHour"] / lerobot["episodesPerHour"], 2)
     for workers in args.workers:
         a, b = (next(r for r in rows if r["mode"] == m and r["workers"] == workers) for m in ("per-shard", "batched"))
         summary[f"batched/per-shard workers {workers}"] = {

@@ -143,6 +143,23 @@ def declared_memory(version) -> int:
         return 0
 
 
+def model_memory(spec, version) -> int:
+    """The resident bytes a model server of ``spec`` (a ``runtime.ServerSpec``) on ``version`` holds: a LeRobot
+    checkpoint's estimate (``lerobot.checkpoints.resident_bytes`` of the folder its load kwargs name: ``root/folder``,
+    ``RLMESH_LEROBOT_CHECKPOINTS/folder`` or SmolVLA's ``policy_dir``), else what the version declares
+    (``MEMORY_LABEL``); 0 when neither says."""
+    if spec.source.startswith("python+lerobot://"):
+        from django.conf import settings
+
+        from .lerobot.checkpoints import resident_bytes
+
+        kw = spec.kwargs
+        folder = kw.get("policy_dir") or (
+            Path(kw.get("root") or settings.RLMESH_LEROBOT_CHECKPOINTS or ".") / kw["folder"] if kw.get("folder") else None)
+        return resident_bytes(folder) if folder else 0
+    return declared_memory(version) if version is not None else 0
+
+
 def trajectory_comparable(version) -> bool:
     """Whether episodes of an env version can be compared by trajectory digest: False when it declares
     ``TRAJECTORY_LABEL: timing`` (its trajectories depend on wall-clock timing), True otherwise (no version: True)."""

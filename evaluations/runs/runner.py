@@ -21,7 +21,7 @@ from ..domain.scoring import histogram_add
 from ..domain.trajectory import TrajectoryDigest
 from ..models import Evaluation, Shard, Workload
 from ..planning.rendering import host_memory_bytes, memory_fraction
-from ..prebuilt.catalog import declared_memory, ready_timeout
+from ..prebuilt.catalog import declared_memory, model_memory, ready_timeout
 from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for, shared
 from ..runtime.memory import HostMemoryLedger, Reservation, default_ledger_path
 from ..runtime.local import LocalRuntime
@@ -119,13 +119,30 @@ class ShardRunner:
         backend = backend_for(spec.source)
 
         def start() -> ServedEndpoint:
-            return backend.start(spec, name=self.shard.server_name(kind))
+            server = backend.start(spec, name=self.shard.server_name(kind))
+            if kind == "model":
+                self._count_model_memory(spec, server)
+            return server
 
         if kind == "model" and settings.RLMESH_SHARE_MODEL_SERVERS and isinstance(backend, LocalRuntime):
             # The shards of an evaluation on this host that run one model the same way share its server
             # (runtime.shared): one copy of the weights, and one batcher for all their episodes.
             return shared.acquire(shared.model_key(self.evaluation.pk, spec), start)
         return start()
+
+    def _count_model_memory(self, spec: ServerSpec, server: ServedEndpoint) -> None:
+        """Count a local model server's memory in the host ledger once, for as long as its process runs (a shared
+        one is started, and so counted, once): the envs admitted after it see it (``runtime.memory``)."""
+        pid = getattr(getattr(server, "proc", None), "pid", None)
+        nbytes = model_memory(spec, self.workload.model_version)
+        if pid is None or not nbytes:
+            return
+        ledger = HostMemoryLedger(default_ledger_path(), memory_fraction() * host_memory_bytes())
+        try:
+            ledger.record(nbytes, f"model {self.workload.model_ref}", pid)
+        except OSError as exc:
+            log(self.evaluation, f"host memory ledger {ledger.path} unusable ({exc}); the model server is not "
+                "counted in it", level=LogLevel.WARNING, source="runtime", shard=self.shard)
 
     def admit(self, stop) -> bool:
         """Wait until this host has room for the env server's declared memory (``runtime.memory``) and hold it until

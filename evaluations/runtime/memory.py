@@ -8,7 +8,8 @@ JSON file under a lock (``fcntl.flock``), at ``RLMESH_HOST_MEMORY_LEDGER`` (sett
 ``/dev/shm/rlmesh-env-memory.json``, else the temp dir). A reservation is admitted while the reserved total stays
 within the budget (``RLMESH_ENV_MEMORY_FRACTION`` × the host's memory), and always when nothing else is reserved,
 so an env larger than the budget still runs, alone. Entries of processes that died (a killed worker) are dropped at
-the next look: each names its process by pid and start time, so a reused pid does not keep one.
+the next look: each names its process by pid and start time, so a reused pid does not keep one. Model servers are
+counted too (:meth:`HostMemoryLedger.record`), once each, named by the server's own process.
 """
 
 from __future__ import annotations
@@ -120,6 +121,16 @@ class HostMemoryLedger:
             if stop():
                 return None
             time.sleep(poll_seconds)
+
+    def record(self, nbytes: int, what: str, pid: int) -> str:
+        """Count ``nbytes`` held by the running process ``pid`` (a model server), whatever the budget, until that
+        process exits: what it holds is held already, so nothing waits for it, but the envs admitted after it see
+        it. Returns the entry's key. A shared model server is recorded once, by the process that started it."""
+        with self._locked() as entries:
+            key = f"{pid}:{uuid.uuid4().hex[:8]}"
+            entries[key] = {"pid": pid, "start": _process_start(pid), "bytes": int(nbytes), "what": what,
+                            "since": time.time()}
+        return key
 
     def _remove(self, key: str) -> None:
         with self._locked() as entries:

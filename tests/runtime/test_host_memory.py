@@ -180,3 +180,46 @@ def test_a_shard_cancelled_while_waiting_for_memory_starts_no_server(heavy_cartp
     evaluation.refresh_from_db()
     assert evaluation.status == EvaluationStatus.CANCELLED and not Episode.objects.filter(evaluation=evaluation).exists()
     assert not evaluation.logs.filter(message__contains="server prebuilt").exists()  # no env server was started
+
+
+def test_a_model_server_is_counted_once_for_as_long_as_it_runs(tmp_path):
+    """Issue 36: the host ledger counts a (shared) model server's memory once, named by the server's own process,
+    whatever the budget (what it holds is held already), and the envs admitted after it see it."""
+    ledger = HostMemoryLedger(tmp_path / "ledger.json", 4 * GB)
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        ledger.record(3 * GB, "model prebuilt/lerobot/tiny-act", server.pid)
+        ledger.record(2 * GB, "model over the budget, counted all the same", server.pid)
+        assert sum(e["bytes"] for e in ledger.held().values()) == 5 * GB
+        assert ledger.try_reserve(1 * GB, "an env") is None  # the envs see it
+    finally:
+        server.kill()
+        server.wait()
+    assert ledger.held() == {}  # gone with its process
+    assert ledger.try_reserve(1 * GB, "an env") is not None
+
+
+def test_a_lerobot_model_servers_memory_is_its_base_and_its_weights(tmp_path, settings):
+    from evaluations.prebuilt.catalog import MEMORY_LABEL, model_memory
+    from evaluations.prebuilt.lerobot.checkpoints import SERVER_BASE_BYTES
+    from evaluations.runtime import ServerSpec
+
+    folder = tmp_path / "tiny-act"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"\0" * 1000)
+    (folder / "config.json").write_text("{}")
+    source = "python+lerobot://evaluations.prebuilt.lerobot.policy:LeRobotPolicy"
+    car = ServerSpec("model", source, {"root": str(tmp_path), "folder": "tiny-act", "sha256": "x"})
+    assert model_memory(car, None) == SERVER_BASE_BYTES + 1000
+    settings.RLMESH_LEROBOT_CHECKPOINTS = str(tmp_path)  # prebuilt/lerobot/<folder>: the root is the setting
+    assert model_memory(ServerSpec("model", source, {"folder": "tiny-act"}), None) == SERVER_BASE_BYTES + 1000
+    smolvla = ServerSpec("model", "python+lerobot://evaluations.prebuilt.lerobot.smolvla:SmolVLALibero",
+                         {"policy_dir": str(folder)})
+    assert model_memory(smolvla, None) == SERVER_BASE_BYTES + 1000
+
+    class Version:
+        labels = {MEMORY_LABEL: str(5 * GB)}
+
+    assert model_memory(ServerSpec("model", "python://evaluations.prebuilt.models:Random"), Version) == 5 * GB
+    Version.labels = {}
+    assert model_memory(ServerSpec("model", "python://evaluations.prebuilt.models:Random"), Version) == 0

@@ -165,15 +165,24 @@ def test_an_episode_gets_the_same_actions_alone_or_batched_with_others(tiny_act)
 @pytest.mark.live
 @pytest.mark.django_db
 @pytest.mark.timeout(1800)
-def test_workers_1_and_4_give_the_same_libero_episodes_through_the_platform(tenant_a, settings, tiny_act):
+def test_workers_1_and_4_give_the_same_libero_episodes_through_the_platform(tenant_a, settings, tiny_act, monkeypatch):
     """``RLMESH_MODEL_BATCH=4``: a tiny ACT on LIBERO, 4 episodes on 1 worker and on 4: the same trajectory digests;
-    the batch shape is on the workload and the batch sizes the servers saw are in the evaluation's metrics."""
+    the batch shape is on the workload, the batch sizes the servers saw are in the evaluation's metrics, and each
+    model server started is counted in the host memory ledger, once, at its estimate."""
     from evaluations.reports.scores import evaluation_metrics
     from evaluations.services.image_versions import sync_prebuilt
 
+    from evaluations.prebuilt.lerobot.checkpoints import resident_bytes
+    from evaluations.runtime.memory import HostMemoryLedger
+
     settings.RLMESH_LEROBOT_CHECKPOINTS = str(tiny_act.parent)
     settings.RLMESH_MODEL_BATCH = 4
+    settings.RLMESH_HOST_MEMORY_LEDGER = str(tiny_act.parent / "ledger.json")
     sync_prebuilt()
+    recorded = []
+    original = HostMemoryLedger.record
+    monkeypatch.setattr(HostMemoryLedger, "record",
+                        lambda self, nbytes, what, pid: recorded.append((nbytes, what)) or original(self, nbytes, what, pid))
     task = {"env": "prebuilt/libero", "taskId": "libero_object/9", "episodes": 4, "seed": 0, "maxSteps": 12}
     runs = []
     for workers in (1, 4):
@@ -182,7 +191,11 @@ def test_workers_1_and_4_give_the_same_libero_episodes_through_the_platform(tena
         assert evaluation.status == "completed", evaluation.error_message
         eps = episodes(evaluation)
         assert [e.status for e in eps] == ["completed"] * 4 and eps[0].workload.model_kwargs["batch"] == 4
-        runs.append(([e.trajectory_digest for e in eps], evaluation_metrics(evaluation)["modelBatches"]))
+        metrics = evaluation_metrics(evaluation)
+        runs.append(([e.trajectory_digest for e in eps], metrics["modelBatches"]))
+        assert len(recorded) == metrics["serverStartSeconds"]["model"]["n"]  # one entry per server started
+        assert set(recorded) == {(resident_bytes(tiny_act), "model prebuilt/lerobot/tiny-act")}
+        recorded.clear()
     (one, one_batches), (four, four_batches) = runs
     assert one == four and len(set(one)) == 4
     # 12 steps, chunks of 5: 3 forward passes an episode, plus the first-action checks' calls before episode 1;
