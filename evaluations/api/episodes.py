@@ -147,6 +147,7 @@ def _episode_dict(e, public_id: str) -> dict:
         "predictMs": e.predict_ms,
         "stepMs": e.step_ms,
         "checkpointSha256": (e.workload.model_kwargs or {}).get("sha256") or None,
+        "modelBatch": (e.workload.model_kwargs or {}).get("batch") or None,
         "trajectoryDigest": e.trajectory_digest or None,
         "digestComparable": e.digest_comparable if e.trajectory_digest else None,
         "startedAt": e.started_at,

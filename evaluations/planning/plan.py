@@ -121,6 +121,8 @@ class PlannedModel:
                 "digest": v.digest, "source": v.source, "envVars": self.env_vars,
                 # Which checkpoint ran: the SHA-256 of its files (an installed LeRobot checkpoint's).
                 **({"checkpointSha256": files["sha256"]} if files.get("sha256") else {}),
+                # The batch shape of a batching model server: it fixes the episode's bits (prebuilt.lerobot.batching).
+                **({"batch": self.image.load_kwargs["batch"]} if "batch" in self.image.load_kwargs else {}),
                 # Requested but not applied (a trusted source runs on the worker host): named, so the config is true.
                 **({"envVarsIgnored": sorted(self.requested_env_vars)} if self.requested_env_vars and not self.env_vars
                    else {})}

@@ -69,6 +69,9 @@ class EpisodeSerializer(serializers.Serializer):
     checkpointSha256 = serializers.CharField(  # noqa: N815
         allow_null=True, help_text="which checkpoint ran: the SHA-256 of an installed LeRobot checkpoint's files "
         "(prebuilt/lerobot/<folder>); null for other models")
+    modelBatch = serializers.IntegerField(  # noqa: N815
+        allow_null=True, help_text="the rows of every forward pass of a batching model server (RLMESH_MODEL_BATCH): "
+        "part of what fixes the episode's actions, so digests compare at the same batch; null when unbatched")
     trajectoryDigest = serializers.CharField(  # noqa: N815
         allow_null=True, help_text="SHA-256 (64 hex characters) over the episode's observations (camera frames by "
         "shape only), actions, rewards and end flags in a canonical encoding: the same task, seed, model and model "

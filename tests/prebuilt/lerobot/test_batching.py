@@ -165,7 +165,8 @@ def test_an_episode_gets_the_same_actions_alone_or_batched_with_others(tiny_act)
 @pytest.mark.live
 @pytest.mark.django_db
 @pytest.mark.timeout(1800)
-def test_workers_1_and_4_give_the_same_libero_episodes_through_the_platform(tenant_a, settings, tiny_act, monkeypatch):
+def test_workers_1_and_4_give_the_same_libero_episodes_through_the_platform(tenant_a, api, settings, tiny_act,
+                                                                            monkeypatch):
     """``RLMESH_MODEL_BATCH=4``: a tiny ACT on LIBERO, 4 episodes on 1 worker and on 4: the same trajectory digests;
     the batch shape is on the workload, the batch sizes the servers saw are in the evaluation's metrics, and each
     model server started is counted in the host memory ledger, once, at its estimate."""
@@ -192,6 +193,8 @@ def test_workers_1_and_4_give_the_same_libero_episodes_through_the_platform(tena
         eps = episodes(evaluation)
         assert [e.status for e in eps] == ["completed"] * 4 and eps[0].workload.model_kwargs["batch"] == 4
         metrics = evaluation_metrics(evaluation)
+        listed = api.get(f"/v1/evaluations/{evaluation.public_id}/episodes").json()["items"]
+        assert {e["modelBatch"] for e in listed} == {4}  # what fixed the bits, on every episode
         runs.append(([e.trajectory_digest for e in eps], metrics["modelBatches"]))
         assert len(recorded) == metrics["serverStartSeconds"]["model"]["n"]  # one entry per server started
         assert set(recorded) == {(resident_bytes(tiny_act), "model prebuilt/lerobot/tiny-act")}
