@@ -13,7 +13,9 @@ is ``workers``; SQLite and the database broker, as ``make demo`` runs), one eval
 
 - ``per-shard``: ``RLMESH_SHARE_MODEL_SERVERS=False``, ``RLMESH_MODEL_BATCH=0``: every shard loads its own copy
   and calls it one observation at a time (as before this issue);
-- ``batched``: one server per host for the evaluation, ``RLMESH_MODEL_BATCH=--batch``.
+- ``batched``: one server per host for the evaluation, ``RLMESH_MODEL_BATCH=--batch``;
+- ``expert``: ``prebuilt/libero-expert`` with both cameras rendered (``params.cameras: both``), its episodes to
+  their end, one shared server (it is served one call at a time).
 
 Measured: wall time submit → completed, episodes per hour, the peak summed RSS of the model servers (sampled every
 0.5 s), the evaluation's ``modelBatches`` metric, and whether every cell of a mode gave the same digests. Then the
@@ -43,35 +45,40 @@ def build_checkpoint(root: Path) -> Path:
     return root / "tiny-act"
 
 
-def model_server_rss() -> int:
-    """Bytes of resident memory of every LeRobot model server on the machine (``ps``)."""
+def server_rss() -> tuple[int, int]:
+    """Bytes of resident memory of the model servers (LeRobot's or the expert's) and of every rlmesh server on the
+    machine (``ps``)."""
     out = subprocess.run(["ps", "-eo", "rss=,args="], capture_output=True, text=True).stdout
-    return sum(int(line.split(None, 1)[0]) * 1024 for line in out.splitlines()
-               if "LeRobotPolicy" in line and "rlmesh" in line)
+    rows = [(int(line.split(None, 1)[0]) * 1024, line) for line in out.splitlines() if "rlmesh" in line
+            and "serve" in line]
+    return (sum(b for b, line in rows if "LeRobotPolicy" in line or "LiberoExpert" in line), sum(b for b, _ in rows))
 
 
 def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: int, batch: int) -> dict:
     from tests.support.live import LivePlatform
 
     env = {"RLMESH_LEROBOT_CHECKPOINTS": str(checkpoints),
-           "RLMESH_SHARE_MODEL_SERVERS": "True" if mode == "batched" else "False",
+           "RLMESH_SHARE_MODEL_SERVERS": "False" if mode == "per-shard" else "True",
            "RLMESH_MODEL_BATCH": str(batch if mode == "batched" else 0)}
     live = LivePlatform(Path(tempfile.mkdtemp(prefix="rlm-batching-")), **env).prepare()
     live.start_web()
     live.start_worker(concurrency=workers)
-    peak, sampling = [0], [True]
+    peak, sampling = [0, 0], [True]
 
     def sample():
         while sampling[0]:
-            peak[0] = max(peak[0], model_server_rss())
+            peak[:] = [max(a, b) for a, b in zip(peak, server_rss())]
             time.sleep(0.5)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     try:
-        body = {"name": f"batching {mode} workers {workers}", "models": ["prebuilt/lerobot/tiny-act"],
-                "tasks": [{"env": "prebuilt/libero", "taskId": "libero_object/0", "episodes": episodes, "seed": 0,
-                           "workers": workers, "maxSteps": max_steps, "record": "none"}]}
+        model = "prebuilt/libero-expert" if mode == "expert" else "prebuilt/lerobot/tiny-act"
+        task = {"env": "prebuilt/libero", "taskId": "libero_object/0", "episodes": episodes, "seed": 0,
+                "workers": workers, "record": "none", "params": {"cameras": "both"}}
+        if mode != "expert":  # the expert runs its episodes to the end (success); random weights to the cap
+            task["maxSteps"] = max_steps
+        body = {"name": f"batching {mode} workers {workers}", "models": [model], "tasks": [task]}
         t0 = time.monotonic()
         r = live.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
         eval_id = json.JSONDecoder().raw_decode(r.stdout)[0]["id"]
@@ -85,6 +92,7 @@ def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: i
         live.stop()
     return {"mode": mode, "workers": workers, "status": e["status"], "wallSeconds": round(wall, 1),
             "episodesPerHour": round(len(items) / wall * 3600, 1), "modelServerPeakRssMB": round(peak[0] / 2**20),
+            "allServersPeakRssMB": round(peak[1] / 2**20), "latencyMs": metrics.get("latencyMs"),
             "modelBatches": metrics.get("modelBatches"), "steps": sum(i.get("steps") or 0 for i in items),
             "digests": [i.get("trajectoryDigest") for i in items], "statuses": [i["status"] for i in items]}
 
@@ -113,21 +121,23 @@ def main(argv: list[str] | None = None) -> None:
     build_checkpoint(checkpoints)
     rows = []
     for workers in args.workers:
-        for mode in ("per-shard", "batched"):
+        for mode in ("per-shard", "batched", "expert"):
             row = cell(checkpoints, mode, workers, args.episodes, args.max_steps, args.batch)
             rows.append(row)
             print(f"{mode:>9} workers {workers}: {row['wallSeconds']:6.1f} s  {row['episodesPerHour']:7.1f} eps/h  "
-                  f"model RSS {row['modelServerPeakRssMB']} MB  batches {row['modelBatches']}", flush=True)
+                  f"model RSS {row['modelServerPeakRssMB']} MB (all servers {row['allServersPeakRssMB']} MB)  "
+                  f"batches {row['modelBatches']}  {row['statuses'].count('completed')}/{len(row['statuses'])} "
+                  f"completed", flush=True)
     lerobot = lerobot_loop(checkpoints / "tiny-act", args.episodes, args.max_steps)
     print(f"LeRobot's loop: {lerobot['wallSeconds']:6.1f} s  {lerobot['episodesPerHour']:7.1f} eps/h", flush=True)
     summary = {"lerobotLoop": lerobot}
-    for mode in ("per-shard", "batched"):
+    for mode in ("per-shard", "batched", "expert"):
         cells = [r for r in rows if r["mode"] == mode]
         summary[mode] = {"sameDigestsAcrossWorkers": all(c["digests"] == cells[0]["digests"] for c in cells),
                          "throughputVsWorkers1": {c["workers"]: round(c["episodesPerHour"] / cells[0]["episodesPerHour"], 2)
                                                   for c in cells}}
     for r in rows:
-        if r["workers"] == 1:
+        if r["workers"] == 1 and r["mode"] != "expert":
             summary[f"ours ({r['mode']}, workers 1) / LeRobot's loop"] = round(
                 r["episodesPerHour"] / lerobot["episodesPerHour"], 2)
     for workers in args.workers:

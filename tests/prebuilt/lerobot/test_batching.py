@@ -207,3 +207,51 @@ def test_workers_1_and_4_give_the_same_libero_episodes_through_the_platform(tena
     assert set(one_batches["calls"]) == set(four_batches["calls"]) == {"1"}
     assert min(sum(one_batches["calls"].values()), sum(four_batches["calls"].values())) >= 12
     print("BATCHED", one, one_batches, four_batches)
+
+
+@pytest.mark.timeout(120)
+def test_rlmesh_model_servers_run_one_sessions_predict_at_a_time(tmp_path):
+    """Why batching through the platform sees one row per pass (docs/running/scaling.md): rlmesh 0.1.0's model
+    server runs the predicts of two concurrent sessions one after the other. When this fails, rlmesh overlaps them
+    and the shared server's batcher can gather them: measure again."""
+    import os
+    import socket
+    import sys
+
+    import rlmesh
+
+    from tests.support.live import free_port
+
+    log = tmp_path / "calls.jsonl"
+    log.touch()
+    env = {**os.environ, "SLOW_MODEL_LOG": str(log), "PYTHONPATH": str(ROOT)}
+    model_port, env_ports = free_port(), [free_port(), free_port()]
+    procs = [subprocess.Popen([sys.executable, "-m", "rlmesh.serve", "tests.support.slow_model:SlowModel", "--address",
+                               f"127.0.0.1:{model_port}"], env=env, cwd=ROOT)]
+    procs += [subprocess.Popen([sys.executable, "-c", "import gymnasium as gym, rlmesh; rlmesh.EnvServer("
+                                f"gym.make('CartPole-v1'), '127.0.0.1:{p}').serve()"], env=env, cwd=ROOT)
+              for p in env_ports]
+    try:
+        deadline = time.monotonic() + 60
+        for port in (model_port, *env_ports):  # rlmesh.serve binds once the model is loaded
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, f"a server on {port} did not start"
+                    time.sleep(0.3)
+        sessions = [threading.Thread(target=rlmesh.run, args=(rlmesh.RemoteModel(f"127.0.0.1:{model_port}"),
+                                                              f"127.0.0.1:{p}"), kwargs={"seeds": [0], "max_episode_steps": 5})
+                    for p in env_ports]
+        for t in sessions:
+            t.start()
+        for t in sessions:
+            t.join(60)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(calls) >= 10 and len({c[0] for c in calls}) == 2  # both sessions' calls, from two threads
+    assert not [(a, b) for a in calls for b in calls if a is not b and a[1] < b[2] and b[1] < a[2]]  # none overlap

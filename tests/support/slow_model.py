@@ -1,0 +1,27 @@
+"""An rlmesh model whose ``predict`` takes 200 ms and logs when it ran, one JSON line ``[thread, start, end]`` per
+call to ``$SLOW_MODEL_LOG``: to see whether a model server runs the predicts of concurrent sessions at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import numpy as np
+import rlmesh
+
+
+class SlowModel(rlmesh.numpy.Model):
+    workflow_edition = "2026.06"
+    spec = rlmesh.NO_ADAPTER
+
+    def load(self) -> None:
+        self.log = open(os.environ["SLOW_MODEL_LOG"], "a")  # noqa: SIM115 - the server's lifetime
+
+    def predict(self, observation, context=None):
+        t0 = time.monotonic()
+        time.sleep(0.2)
+        self.log.write(json.dumps([threading.get_ident(), t0, time.monotonic()]) + "\n")
+        self.log.flush()
+        return np.int64(0)
