@@ -85,7 +85,7 @@ def test_an_organization_adds_its_own_numbers_and_they_win(api, tenant_a, tenant
 
 @pytest.mark.parametrize(("change", "path"), [
     ({"successRate": 1.5}, "successRate"), ({"benchmark": "../x"}, "benchmark"), ({"source": ""}, "source"),
-    ({"episodes": 0}, "episodes"),
+    ({"episodes": 0}, "episodes"), ({"benchmark": 10}, "benchmark"), ({"source": "   "}, "source"),
 ])
 def test_a_bad_published_number_is_a_400_at_its_field(api, change, path):
     body = {"model": "m", "benchmark": "libero_10", "successRate": 0.5, "source": "s", **change}

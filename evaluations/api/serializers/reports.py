@@ -171,15 +171,11 @@ class PublishedScoreListSerializer(serializers.Serializer):
     items = PublishedScoreSerializer(many=True)
 
 
-class _BenchmarkField(serializers.RegexField):
-    """A benchmark's name: a JSON string of ASCII letters, digits, ``_ . -`` (numbers are not coerced)."""
+class _BenchmarkField(StrictCharField, serializers.RegexField):
+    """A benchmark's name: a JSON string (``StrictCharField``: numbers are not coerced) of ASCII letters, digits,
+    ``_ . -`` (``RegexField``)."""
 
     default_error_messages = {"invalid": "letters, digits, _ . - (starting with a letter or digit), e.g. libero_spatial"}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class PublishedScoreRequestSerializer(serializers.Serializer):
