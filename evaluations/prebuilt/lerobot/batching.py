@@ -58,8 +58,8 @@ class ChunkBatcher:
 
     ``compute(rows) -> list``: one result per row of ``rows`` (a list of ``size`` items, the real ones first);
     called on the batcher's own thread. ``size`` ≥ 1 rows per call; ``max_wait`` seconds (≥ 0) the first request
-    of a call waits for others. ``stats_path``: where the batch sizes seen are written after every call (atomic
-    replace), or None. :meth:`submit` raises whatever ``compute`` raised for that call."""
+    of a call waits for others. ``stats_path``: where the batch sizes seen are written after every call, before its
+    waiters return (atomic replace), or None. :meth:`submit` raises whatever ``compute`` raised for that call."""
 
     def __init__(self, compute, size: int, max_wait: float, stats_path: str | None = None):
         if size < 1 or max_wait < 0:
@@ -99,9 +99,9 @@ class ChunkBatcher:
                     future.set_exception(exc)
                 continue
             self.seen[len(rows)] += 1
+            self._write_stats()  # before any waiter returns, so a caller that has its row sees its call counted
             for (_, future), result in zip(pending, results):
                 future.set_result(result)
-            self._write_stats()
 
     def _write_stats(self) -> None:
         if self.stats_path is None:

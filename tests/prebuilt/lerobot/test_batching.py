@@ -56,6 +56,20 @@ def test_concurrent_requests_share_one_forward_pass_of_the_fixed_shape(tmp_path)
     assert read_stats(stats) == {"size": 4, "calls": {"3": 1, "4": 1}}
 
 
+def test_a_caller_that_has_its_row_finds_its_call_already_counted(tmp_path):
+    """The stats file is written before the waiters return (a slow disk must not let a reader miss the last call)."""
+
+    class SlowDisk(ChunkBatcher):
+        def _write_stats(self):
+            time.sleep(0.3)
+            super()._write_stats()
+
+    stats = tmp_path / "model.batches.json"
+    batcher = SlowDisk(lambda rows: rows, size=2, max_wait=0.0, stats_path=str(stats))
+    assert batcher.submit("a") == "a"
+    assert read_stats(stats) == {"size": 2, "calls": {"1": 1}}
+
+
 def test_a_lone_request_waits_at_most_the_wait_and_a_failure_reaches_every_waiter():
     calls = []
 
