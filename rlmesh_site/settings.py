@@ -377,6 +377,9 @@ RLMESH_SHARE_MODEL_SERVERS = env_bool("RLMESH_SHARE_MODEL_SERVERS", True)
 #: request waits for others: docs/running/scaling.md. The batch shape is recorded on the workload (it fixes the bits).
 RLMESH_MODEL_BATCH = env_int("RLMESH_MODEL_BATCH", 0)
 RLMESH_MODEL_BATCH_WAIT_MS = env_float("RLMESH_MODEL_BATCH_WAIT_MS", 10.0)
+#: torch's CPU threads in every LeRobot model server and inference process (0: torch's default, one per core). It
+#: fixes a CPU episode's bits, so it is recorded on the workload (``threads``) and does not follow the host's cores.
+RLMESH_MODEL_THREADS = env_int("RLMESH_MODEL_THREADS", 1)
 RLMESH_LOCAL_FORKSERVER = env_bool("RLMESH_LOCAL_FORKSERVER", True)  # fork local servers: runtime.forkserver
 RLMESH_LIBERO_FORKSERVER = env_bool("RLMESH_LIBERO_FORKSERVER", True)  # state-only LIBERO envs: runtime.zygote
 RLMESH_TCP_NODELAY = env_bool("RLMESH_TCP_NODELAY", True)  # on local TCP listeners: docs/working/image-transport.md

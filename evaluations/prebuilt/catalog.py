@@ -18,7 +18,7 @@ from ..domain.outcomes import STEP_BOUND
 from .describing import describe_source  # noqa: F401 - services.image_versions describes through the catalog
 from .envs import CLASSIC_CRITERIA, CLASSIC_REWARD_RANGES, CLASSIC_SCENARIOS
 from .libero import ENV_MEMORY_BYTES as LIBERO_ENV_BYTES
-from .lerobot.smolvla import DOCS_PAGE as SMOLVLA_DOCS
+from .lerobot.smolvla import DOCS_PAGE as SMOLVLA_DOCS, SMOLVLA_SOURCE
 
 #: The endpoint bridge: a model only the /agents API can configure (its ``load`` kwargs are a run's endpoint).
 AGENT_ENDPOINT_MODEL = "prebuilt/agent-endpoint"
@@ -359,7 +359,7 @@ PREBUILT: tuple[PrebuiltImage, ...] = (
     PrebuiltImage(
         name="smolvla",
         kind="model",
-        source="python+lerobot://evaluations.prebuilt.lerobot.smolvla:SmolVLALibero",
+        source=SMOLVLA_SOURCE,
         description="SmolVLA (LeRobot's own policy code, lerobot 0.4.4) fine-tuned on LIBERO: images, state and the "
         "instruction to 50-action chunks. Needs the weights an operator installs (RLMESH_SMOLVLA_LIBERO_DIR, "
         "RLMESH_SMOLVLA_BACKBONE_DIR; docs/running/smolvla-weights.md); CUDA when present, else CPU.",

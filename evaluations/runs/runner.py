@@ -22,7 +22,7 @@ from ..domain.trajectory import TrajectoryDigest
 from ..models import Evaluation, Shard, Workload
 from ..planning.rendering import host_memory_bytes, memory_fraction
 from ..prebuilt.catalog import declared_memory, model_memory, ready_timeout
-from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for, shared
+from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for, inference, shared
 from ..runtime.memory import HostMemoryLedger, Reservation, default_ledger_path
 from ..runtime.local import LocalRuntime
 from ..services import model_cars
@@ -125,9 +125,14 @@ class ShardRunner:
             return server
 
         if kind == "model" and settings.RLMESH_SHARE_MODEL_SERVERS and isinstance(backend, LocalRuntime):
-            # The shards of an evaluation on this host that run one model the same way share its server
-            # (runtime.shared): one copy of the weights, and one batcher for all their episodes.
-            return shared.acquire(shared.model_key(self.evaluation.pk, spec), start)
+            # The shards of an evaluation on this host that run one model the same way share its weights
+            # (runtime.shared): one rlmesh model server, or, for a batching model, one inference process that each
+            # shard's thin server asks (runtime.inference), so their episodes meet in its batcher.
+            key = shared.model_key(self.evaluation.pk, spec)
+            if inference.batches(spec):
+                return inference.start(key, spec, backend, self.shard.server_name(kind),
+                                       lambda hub: self._count_model_memory(spec, hub))
+            return shared.acquire(key, start)
         return start()
 
     def _count_model_memory(self, spec: ServerSpec, server: ServedEndpoint) -> None:
@@ -304,7 +309,7 @@ class ShardRunner:
         crashed = self._crashed()
         message = f"episode {kind}: {type(exc).__name__}: {exc}" + (" (a server crashed)" if crashed else "")
         rerun = ""
-        if crashed and isinstance(self.model, shared.SharedServer) and self.model.orphaned():
+        if crashed and self.model is not None and self.model.orphaned():
             rerun = (f"the shared model server died with the process that started it (pid {self.model.owner}), "
                      f"not by the model's fault ({type(exc).__name__})")
         return EpisodeOutcome(error_fields(base, message, wall_ms=wall_ms), restart=True, rerun=rerun)

@@ -20,7 +20,8 @@ class RuntimeBackendError(Exception):
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """What to serve: ``kind`` ``"env"`` or ``"model"``, a ``source`` such as ``python://module:Target``,
+    """What to serve: ``kind`` ``"env"``, ``"model"`` or ``"inference"`` (a host's inference process, local only), a
+    ``source`` such as ``python://module:Target``,
     the make/load ``kwargs`` (``--kwargs-json``) and extra environment variables for the process: ``env_vars``
     from the request (containers only) and ``secrets``, variables only the platform names (the endpoint bridge's
     key), which every runtime sets on the server and nothing prints."""
@@ -74,6 +75,11 @@ class ServedEndpoint(ABC):
         stats = read_stats(self.stats_path) if self.stats_path is not None else None
         return {"server": str(self.stats_path), **stats} if stats else None
 
+    def orphaned(self) -> bool:
+        """Whether the server is gone because another process it depended on died (a shared server's owner), so
+        what it broke is no fault of the model; False for a server of the shard's own."""
+        return False
+
     def final_output(self, lines: int = 20) -> str:
         """The last ``lines`` lines of a server that has exited, complete: backends whose output reaches its store
         after the server is seen exited (a container's log) wait for it, within a bound. Never raises."""
@@ -95,7 +101,8 @@ def accepts_connections(address: str, kind: str) -> bool:
     """True once a server at ``address`` is ready for ``kind``.
 
     An env must answer rlmesh's handshake (not a Join, so it works while another client holds the env);
-    anything else only needs its TCP port open, since ``rlmesh.serve`` binds after ``load()`` returned.
+    anything else only needs its socket open, since ``rlmesh.serve`` (and the inference process) bind after
+    ``load()`` returned.
     """
     import socket
 
@@ -104,6 +111,10 @@ def accepts_connections(address: str, kind: str) -> bool:
     try:
         if kind == "env":
             rlmesh.RemoteEnv(address, connect_timeout_seconds=1.0).close()
+        elif address.startswith("unix://"):  # the host's inference process listens once its checkpoint is loaded
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.settimeout(1.0)
+                probe.connect(address.removeprefix("unix://"))
         else:
             host, port = address.rsplit(":", 1)
             socket.create_connection((host, int(port)), timeout=1.0).close()

@@ -28,6 +28,8 @@ from .forkchild import die_with_parent
 from ..prebuilt.lerobot.batching import STATS_ENV
 from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections, stats_path
 
+#: What serves a ``kind="inference"`` spec: the host's inference process of a batching LeRobot checkpoint.
+INFERENCE_MODULE = "evaluations.prebuilt.lerobot.inference"
 #: Socket directories are named ``rlm-<pid of the worker process>-…`` so the reaper can tell whose they are.
 SOCKET_DIR_PREFIX = "rlm-"
 
@@ -152,29 +154,30 @@ class LocalRuntime(RuntimeBackend):
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"{name}.log"
         sock_dir = None
-        if spec.kind == "env":
-            # Unix socket paths are limited to ~107 bytes, so they live in a short temp dir.
+        if spec.kind in ("env", "inference"):
+            # Unix socket paths are limited to ~107 bytes, so they live in a short temp dir (0700).
             sock_dir = tempfile.mkdtemp(prefix=f"{SOCKET_DIR_PREFIX}{os.getpid()}-")
-            address = f"unix://{sock_dir}/env.sock"
-            argv = ["--env", target]
+            address = f"unix://{sock_dir}/{spec.kind}.sock"
+            argv = ["--env", target] if spec.kind == "env" else []
         else:
             address = f"127.0.0.1:{_free_port()}"
             argv = [target]
         args = [*argv, "--address", address] + (["--kwargs-json", json.dumps(spec.kwargs)] if spec.kwargs else [])
         nodelay = settings.RLMESH_TCP_NODELAY and tcp_nodelay.is_tcp(address)
         stats_path(log_path).unlink(missing_ok=True)  # a model server of the same name before this one
-        cmd = serve_command(python, args, nodelay=nodelay)
+        cmd = (serve_command(python, args, nodelay=nodelay) if spec.kind != "inference"
+               else [python, "-m", INFERENCE_MODULE, *args])
         env = {
             **os.environ,
             "RLMESH_WORKFLOW_EDITION": settings.RLMESH_WORKFLOW_EDITION,
             "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join(p for p in (str(settings.BASE_DIR), os.environ.get("PYTHONPATH", "")) if p),
             **spec.secrets,  # names chosen by the platform (unlike env_vars above): safe on the worker host
-            **({STATS_ENV: str(stats_path(log_path))} if spec.kind == "model" else {}),
+            **({STATS_ENV: str(stats_path(log_path))} if spec.kind in ("model", "inference") else {}),
         }
         started = time.monotonic()
         proc = None
-        if python == sys.executable and settings.RLMESH_LOCAL_FORKSERVER:
+        if python == sys.executable and settings.RLMESH_LOCAL_FORKSERVER and spec.kind != "inference":
             try:
                 proc = forkserver.start(args, env=env, log_path=str(log_path), cwd=str(settings.BASE_DIR),
                                         nodelay=nodelay)
@@ -193,7 +196,7 @@ class LocalRuntime(RuntimeBackend):
                     preexec_fn=_die_with_parent, cwd=str(settings.BASE_DIR),
                 )
         server = LocalServer(proc, address, log_path, sock_dir)
-        if spec.kind == "model":
+        if spec.kind in ("model", "inference"):
             server.stats_path = stats_path(log_path)
         return self.become_ready(server, lambda: self._wait_ready(server, spec.kind, started, spec.ready_limit), started)
 

@@ -12,6 +12,7 @@ from ..choices import ImageKind, ProbeStatus
 from ..models import ImageRepository, ImageVersion, Organization
 from ..models.images import PREBUILT_NAMESPACE
 from ..prebuilt.lerobot.entry import LEROBOT_SOURCE
+from ..prebuilt.lerobot.smolvla import SMOLVLA_SOURCE
 
 __all__ = ["MalformedReference", "ReferenceError_", "ResolvedImage", "parse_reference", "reference_problem", "pick_version", "resolve_reference", "sync_prebuilt", "tag_problem"]
 
@@ -187,14 +188,14 @@ class ResolvedImage:
         operator installed (services.weights) as their settings name them now; a model car's: the SHA-256 of the
         checkpoint its probe read (the server refuses other files)."""
         if self.version.lerobot:
-            return {"sha256": self.version.lerobot["sha256"], **batch_kwargs()}
+            return {"sha256": self.version.lerobot["sha256"], **torch_kwargs(LEROBOT_SOURCE)}
         if not self.checkpoint:
             return {}
         from .weights import weights_kwargs
 
         return {**self.version.checkpoints.get(self.checkpoint, {}).get("load", {}),
                 **weights_kwargs(self.version.checkpoints, self.checkpoint),
-                **(batch_kwargs() if self.version.source == LEROBOT_SOURCE else {})}
+                **torch_kwargs(self.version.source)}
 
     @property
     def scenarios(self) -> list[str] | None:
@@ -202,11 +203,20 @@ class ResolvedImage:
         return self.version.checkpoints.get(self.checkpoint, {}).get("scenarios") if self.checkpoint else None
 
 
-def batch_kwargs() -> dict:
-    """The LeRobot server's batching ``load`` kwargs under ``RLMESH_MODEL_BATCH`` (none when 0): recorded on the
-    workload, since the batch shape is part of what fixes an episode's actions (``prebuilt.lerobot.batching``)."""
-    size = int(settings.RLMESH_MODEL_BATCH)
-    return {"batch": size, "batch_wait_ms": float(settings.RLMESH_MODEL_BATCH_WAIT_MS)} if size >= 1 else {}
+#: The platform's torch model servers: every LeRobot checkpoint, and SmolVLA on LIBERO.
+TORCH_SOURCES = (LEROBOT_SOURCE, SMOLVLA_SOURCE)
+
+
+def torch_kwargs(source: str) -> dict:
+    """The ``load`` kwargs that fix a torch model server's CPU arithmetic, for ``source`` (none for other servers):
+    ``threads`` (``RLMESH_MODEL_THREADS``; ``prebuilt.lerobot.smolvla.pin_threads``) and, for the LeRobot server
+    with ``RLMESH_MODEL_BATCH`` ≥ 1, the batch shape (``batch``, ``batch_wait_ms``; ``prebuilt.lerobot.batching``).
+    Recorded on the workload, since they are part of what fixes an episode's actions."""
+    if source not in TORCH_SOURCES:
+        return {}
+    size = int(settings.RLMESH_MODEL_BATCH) if source == LEROBOT_SOURCE else 0
+    return {"threads": max(0, int(settings.RLMESH_MODEL_THREADS)),
+            **({"batch": size, "batch_wait_ms": float(settings.RLMESH_MODEL_BATCH_WAIT_MS)} if size >= 1 else {})}
 
 
 def pick_version(repo: ImageRepository, parsed: ParsedReference) -> ImageVersion | None:

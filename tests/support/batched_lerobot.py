@@ -7,7 +7,9 @@ Runs in ``.venv-lerobot`` (lerobot 0.4.4)::
 Episode ``i``'s observations are a pure function of ``(i, step)`` (seeded images, state and instruction), so the
 same episode gets the same inputs however the episodes are interleaved. ``serial`` runs the episodes one after the
 other; ``concurrent`` runs them at once from one thread each, released together at every step, so their chunk
-requests meet in the batcher. Prints one JSON object: ``{"episodes": {i: sha256 of the action bytes}, "first":
+requests meet in the batcher. ``remote-serial`` and ``remote-concurrent`` do the same through the host inference
+process at ``$RLMESH_INFERENCE_ADDRESS`` (key in ``$RLMESH_INFERENCE_KEY``), each episode from a thin model of its own
+(its own connection, as each shard's thin server has); ``batch`` is then the inference process's. Prints one JSON object: ``{"episodes": {i: sha256 of the action bytes}, "first":
 {i: first action}, "batches": {rows: calls}}``.
 """
 
@@ -36,23 +38,28 @@ def observation(episode: int, step: int) -> dict:
 
 def main() -> None:
     folder, batch, n, steps, mode = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-    import torch
-
-    torch.set_num_threads(1)
     from evaluations.prebuilt.lerobot.policy import LeRobotPolicy
 
+    remote = mode.startswith("remote-")
     model = LeRobotPolicy()
-    model.load(folder=folder.name, root=str(folder.parent), batch=batch, batch_wait_ms=50.0)
+    if remote:
+        model.load(inference=os.environ["RLMESH_INFERENCE_ADDRESS"])
+    else:
+        model.load(folder=folder.name, root=str(folder.parent), batch=batch, batch_wait_ms=50.0, threads=1)
     actions: dict[int, list] = {i: [] for i in range(n)}
 
     def run(i: int, barrier: threading.Barrier | None) -> None:
+        own = model
+        if remote and barrier is not None:  # a thin server per episode, as each shard has
+            own = LeRobotPolicy()
+            own.load(inference=os.environ["RLMESH_INFERENCE_ADDRESS"])
         context = {"state": {}, "episode_seed": i}
         for t in range(steps):
             if barrier is not None:
                 barrier.wait()
-            actions[i].append(model.predict(observation(i, t), context))
+            actions[i].append(own.predict(observation(i, t), context))
 
-    if mode == "serial":
+    if mode.endswith("serial"):
         for i in range(n):
             run(i, None)
     else:
@@ -65,7 +72,7 @@ def main() -> None:
     print(json.dumps({
         "episodes": {i: hashlib.sha256(np.stack(a).tobytes()).hexdigest() for i, a in actions.items()},
         "first": {i: a[0].tolist() for i, a in actions.items()},
-        "batches": dict(model.batcher.seen) if model.batcher is not None else None}))
+        "batches": dict(model.batcher.seen) if getattr(model, "batcher", None) is not None else None}))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,11 @@ so an episode's actions depend on its seed alone, whatever other episodes ran in
 episode keeps its own chunk of actions; one that needs a new chunk sends its preprocessed observation to a
 :class:`~.batching.ChunkBatcher`, which runs ``predict_action_chunk`` on ``n`` rows at once (the free rows padded),
 so concurrent episodes share forward passes and each episode's actions stay the same whatever it was batched with.
+
+**Through the host's inference process** (``inference="unix://…"``, :mod:`.inference`): the server loads no
+checkpoint; each episode's calls go to the one process of the host that holds the weights (and the batcher), which
+answers with the episode's next actions. rlmesh's model server runs one session's predict at a time, so the shards of
+a host each run such a thin server, and their requests meet in the inference process's batcher.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import rlmesh
 
 from .batching import STATS_ENV, ChunkBatcher, batchable
 from .checkpoints import HUB_FOLDERS, SETTING, inspect, patched_transformers_env
-from .smolvla import OFFLINE_ENV, instruction_of
+from .smolvla import OFFLINE_ENV, instruction_of, pin_threads
 
 __all__ = ["LeRobotPolicy"]
 
@@ -51,14 +56,21 @@ class LeRobotPolicy(rlmesh.numpy.Model):
     ``root/folder`` (``root`` defaults to ``$RLMESH_LEROBOT_CHECKPOINTS``), whose files must hash to ``sha256`` when
     given (what the catalog read); FileNotFoundError naming what is missing, refused or changed. ``batch`` ≥ 1: the
     fixed number of rows of every forward pass of a batched type (0: the policy's own ``select_action``, one call
-    at a time, as before batching existed); ``batch_wait_ms``: how long a chunk request waits for others."""
+    at a time, as before batching existed); ``batch_wait_ms``: how long a chunk request waits for others;
+    ``inference``: the address of the host's inference process to ask instead of loading anything (:mod:`.inference`);
+    ``threads``: torch's CPU threads (:func:`~.smolvla.pin_threads`; 0: torch's default)."""
 
     workflow_edition = "2026.06"
     spec = rlmesh.NO_ADAPTER  # reads LeRobot's LIBERO observation keys itself
 
     def load(self, folder: str = "", root: str = "", device: str = "", rename_map: str = "", sha256: str = "",
-             batch: int = 0, batch_wait_ms: float = 10.0) -> None:
-        self.policy, self.batcher = None, None
+             batch: int = 0, batch_wait_ms: float = 10.0, inference: str = "", threads: int = 0) -> None:
+        self.policy, self.batcher, self.remote = None, None, None
+        if inference:  # a thin server: the host's inference process holds the checkpoint
+            from .inference import InferenceClient
+
+            self.remote, self.device = InferenceClient(inference), None
+            return
         if not folder:
             return  # built to be described: a checkpoint is named by the catalog's load kwargs
         root = root or os.environ.get(SETTING, "")
@@ -75,6 +87,7 @@ class LeRobotPolicy(rlmesh.numpy.Model):
         import torch
 
         self.torch = torch
+        pin_threads(torch, threads)
         self.torch_device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.rename = json.loads(rename_map) if rename_map else camera_map(report["inputs"])
         self.type = report["type"]
@@ -99,9 +112,11 @@ class LeRobotPolicy(rlmesh.numpy.Model):
     def predict(self, observation, context=None):
         """The next action of the episode's queue, or the first of a new chunk (computed with the episode's seeded
         generator)."""
+        episode = context["state"] if context is not None else {}
+        if self.remote is not None:
+            return self._remote_predict(observation, episode, context)
         if self.policy is None:
             raise RuntimeError("no checkpoint loaded: load(folder=…) names one")
-        episode = context["state"] if context is not None else {}
         if self.batcher is not None:
             return self._batched_predict(observation, episode)
         with self._lock, self.torch.inference_mode():
@@ -126,12 +141,31 @@ class LeRobotPolicy(rlmesh.numpy.Model):
 
         actions = episode.setdefault("actions", deque())
         if not actions:
-            with self._lock, self.torch.inference_mode():
-                row = self.preprocessor(self.batch(observation))
-            actions.extend(self.batcher.submit(row)[: self.policy.config.n_action_steps])
+            actions.extend(self.chunk_actions(observation))
+        return actions.popleft()
+
+    def chunk_actions(self, observation) -> list[np.ndarray]:
+        """The actions of a new chunk for ``observation``: its first ``n_action_steps`` rows from the batcher, each
+        postprocessed on its own (as ``select_action`` postprocesses the action it takes), float32 (7,) in [-1, 1]."""
         with self._lock, self.torch.inference_mode():
-            action = self.postprocessor(actions.popleft().unsqueeze(0))
-        return np.clip(action.reshape(-1).float().cpu().numpy(), -1.0, 1.0).astype(np.float32)
+            row = self.preprocessor(self.batch(observation))
+        chunk = self.batcher.submit(row)[: self.policy.config.n_action_steps]
+        with self._lock, self.torch.inference_mode():
+            return [np.clip(self.postprocessor(a.unsqueeze(0)).reshape(-1).float().cpu().numpy(), -1.0, 1.0)
+                    .astype(np.float32) for a in chunk]
+
+    def _remote_predict(self, observation, episode: dict, context):
+        """The next action of the episode, from the host's inference process: a chunk's actions at a time for a
+        batching type, one at a time for the others (the process keeps their episode's queues)."""
+        from collections import deque
+
+        actions = episode.setdefault("actions", deque())
+        if not actions:
+            if "id" not in episode:
+                episode["id"] = os.urandom(8).hex()
+            seed = context.get("episode_seed") if context is not None else None
+            actions.extend(self.remote.actions(episode["id"], seed, observation))
+        return actions.popleft()
 
     def _chunks(self, rows: list[dict]) -> list:
         """``predict_action_chunk`` on ``rows`` (preprocessed single-observation batches, ``batch`` of them) stacked

@@ -50,9 +50,20 @@ DOCS_PAGE = "docs/running/smolvla-weights.md"
 #: What each folder must hold (the processors' ``*.safetensors`` statistics are named in their JSON files).
 POLICY_FILES = ("config.json", "model.safetensors", "policy_preprocessor.json", "policy_postprocessor.json")
 BACKBONE_FILES = ("config.json", "tokenizer_config.json", "processor_config.json")
+#: This model server, as the catalog's ``prebuilt/smolvla/libero`` serves it.
+SMOLVLA_SOURCE = "python+lerobot://evaluations.prebuilt.lerobot.smolvla:SmolVLALibero"
 #: Variables that keep huggingface_hub and transformers off the network.
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+
+def pin_threads(torch, threads) -> None:
+    """Run torch's CPU operators on ``threads`` (≥ 1) threads; 0 leaves torch's default (one per core). The count is
+    part of what fixes a CPU episode's bits: a matrix product's sums split by thread, so measured on the tiny ACT the
+    same episode's actions differ between 1 and 2 threads; the platform passes ``RLMESH_MODEL_THREADS`` and records it
+    on the workload, so a host with more cores runs the same episode."""
+    if int(threads) >= 1:
+        torch.set_num_threads(int(threads))
 #: Observation keys the instruction may arrive under (else: the observation's one text leaf).
 INSTRUCTION_KEYS = ("task", "instruction", "language_instruction", "task_description", "prompt")
 
@@ -107,10 +118,10 @@ class SmolVLALibero(rlmesh.numpy.Model):
     workflow_edition = "2026.06"
     spec = rlmesh.NO_ADAPTER  # reads LeRobot's LIBERO observation keys itself
 
-    def load(self, policy_dir: str = "", backbone_dir: str = "", device: str = "") -> None:
+    def load(self, policy_dir: str = "", backbone_dir: str = "", device: str = "", threads: int = 0) -> None:
         """Load the checkpoint in ``policy_dir`` (default: ``$RLMESH_SMOLVLA_LIBERO_DIR``) with its backbone files
         from ``backbone_dir`` (default: ``$RLMESH_SMOLVLA_BACKBONE_DIR``), offline, on ``device`` (default: CUDA
-        when ``torch.cuda.is_available()``, else CPU)."""
+        when ``torch.cuda.is_available()``, else CPU), on ``threads`` CPU threads (:func:`pin_threads`)."""
         policy_dir = policy_dir or os.environ.get(POLICY_SETTING, "")
         backbone_dir = backbone_dir or os.environ.get(BACKBONE_SETTING, "")
         problem = weights_problem(policy_dir, backbone_dir)
@@ -124,6 +135,7 @@ class SmolVLALibero(rlmesh.numpy.Model):
         from lerobot.processor.converters import policy_action_to_transition, transition_to_policy_action
 
         self.torch = torch
+        pin_threads(torch, threads)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         config = PreTrainedConfig.from_pretrained(policy_dir)
         # The checkpoint's weights include the VLM's: build the backbone from its local config, load nothing else.

@@ -119,23 +119,44 @@ def test_one_model_run_one_way_shares_a_server_within_an_evaluation():
 
 
 @pytest.mark.django_db
-def test_the_batch_shape_is_recorded_on_a_lerobot_workload_and_nowhere_else(tenant_a, settings, tmp_path):
+def test_the_batch_shape_and_threads_are_recorded_on_a_torch_workload_and_nowhere_else(tenant_a, settings, tmp_path):
     from evaluations.prebuilt.lerobot.entry import LEROBOT_SOURCE
+    from evaluations.prebuilt.lerobot.smolvla import SMOLVLA_SOURCE
     from evaluations.services.image_versions import ResolvedImage
 
     class Version:
         lerobot, checkpoints, source = None, {"tiny-act": {"load": {"folder": "tiny-act"}}}, LEROBOT_SOURCE
 
-    settings.RLMESH_MODEL_BATCH, settings.RLMESH_MODEL_BATCH_WAIT_MS = 4, 20.0
+    settings.RLMESH_MODEL_BATCH, settings.RLMESH_MODEL_BATCH_WAIT_MS, settings.RLMESH_MODEL_THREADS = 4, 20.0, 3
     assert ResolvedImage("prebuilt/lerobot/tiny-act", Version, "tiny-act").load_kwargs == {
-        "folder": "tiny-act", "batch": 4, "batch_wait_ms": 20.0}
+        "folder": "tiny-act", "threads": 3, "batch": 4, "batch_wait_ms": 20.0}
     Version.lerobot = {"sha256": "ab" * 32}  # an organization's model car
-    assert ResolvedImage("acme/car", Version, None).load_kwargs == {"sha256": "ab" * 32, "batch": 4, "batch_wait_ms": 20.0}
+    assert ResolvedImage("acme/car", Version, None).load_kwargs == {
+        "sha256": "ab" * 32, "threads": 3, "batch": 4, "batch_wait_ms": 20.0}
     Version.lerobot, Version.source = None, "python://evaluations.prebuilt.models:Other"
-    assert "batch" not in ResolvedImage("prebuilt/other/x", Version, "tiny-act").load_kwargs
-    settings.RLMESH_MODEL_BATCH = 0  # the default: one call at a time, kwargs as before batching
+    assert ResolvedImage("prebuilt/other/x", Version, "tiny-act").load_kwargs == {"folder": "tiny-act"}
+    Version.source = SMOLVLA_SOURCE  # SmolVLA: threads fix its bits too; it is served one call at a time
+    assert ResolvedImage("prebuilt/smolvla/libero", Version, "tiny-act").load_kwargs == {"folder": "tiny-act",
+                                                                                         "threads": 3}
+    settings.RLMESH_MODEL_BATCH, settings.RLMESH_MODEL_THREADS = 0, 1  # the defaults
     Version.source = LEROBOT_SOURCE
-    assert ResolvedImage("prebuilt/lerobot/tiny-act", Version, "tiny-act").load_kwargs == {"folder": "tiny-act"}
+    assert ResolvedImage("prebuilt/lerobot/tiny-act", Version, "tiny-act").load_kwargs == {"folder": "tiny-act",
+                                                                                           "threads": 1}
+
+
+def test_torch_threads_fix_the_bits_of_a_product_and_the_loaders_pin_them(monkeypatch):
+    """Why ``threads`` is recorded: on a CPU the same product can differ in its last bits with the thread count
+    (seen on the tiny ACT: 1 vs 2 threads, different actions); the loaders pin what they are given."""
+    from evaluations.prebuilt.lerobot.smolvla import pin_threads
+
+    calls = []
+
+    class Torch:
+        set_num_threads = staticmethod(calls.append)
+
+    pin_threads(Torch, 2)
+    pin_threads(Torch, 0)  # 0: torch's default, untouched
+    assert calls == [2]
 
 
 @pytest.fixture(scope="module")
@@ -148,10 +169,10 @@ def tiny_act(tmp_path_factory):
     return root / "tiny-act"
 
 
-def _drive(folder, batch: int, mode: str, episodes: int = 4, steps: int = 12) -> dict:
+def _drive(folder, batch: int, mode: str, episodes: int = 4, steps: int = 12, env: dict | None = None) -> dict:
     out = subprocess.run([str(LEROBOT_PYTHON), "tests/support/batched_lerobot.py", str(folder), str(batch),
                           str(episodes), str(steps), mode], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(folder.parent)})
+                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(folder.parent), **(env or {})})
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -171,6 +192,41 @@ def test_an_episode_gets_the_same_actions_alone_or_batched_with_others(tiny_act)
     unbatched, batch1 = _drive(tiny_act, 0, "serial"), _drive(tiny_act, 1, "serial")
     assert unbatched["episodes"] == batch1["episodes"] and unbatched["batches"] is None
     assert batch1["episodes"] != alone["episodes"]
+
+
+@needs_lerobot_venv
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_separate_thin_servers_meet_in_the_hosts_inference_process(tiny_act, settings, tmp_path):
+    """The host's inference process (one copy of the weights) answers thin servers that each hold a connection of
+    their own, as each shard's does: four episodes at once share forward passes (passes of more than one real row),
+    and every episode gets the actions it gets alone, bit for bit, and the ones the in-process batcher gives at the
+    same shape. A thin server asked with a wrong key is refused and the process goes on serving."""
+    from evaluations.prebuilt.lerobot.entry import LEROBOT_SOURCE
+    from evaluations.prebuilt.lerobot.inference import KEY_ENV
+    from evaluations.runtime.local import LocalRuntime
+
+    settings.RLMESH_RUN_DIR = str(tmp_path)
+    settings.RLMESH_PYTHON_ENVS = {**settings.RLMESH_PYTHON_ENVS, "lerobot": str(LEROBOT_PYTHON)}
+    kwargs = {"folder": tiny_act.name, "root": str(tiny_act.parent), "batch": 4, "batch_wait_ms": 200.0, "threads": 1}
+    hub = LocalRuntime().start(ServerSpec("inference", LEROBOT_SOURCE, kwargs, secrets={KEY_ENV: "k" * 32}),
+                               name="hub")
+    try:
+        env = {"RLMESH_INFERENCE_ADDRESS": hub.address, KEY_ENV: "k" * 32}
+        together = _drive(tiny_act, 4, "remote-concurrent", env=env)
+        seen_together = hub.batch_stats()["calls"]
+        alone = _drive(tiny_act, 4, "remote-serial", env=env)
+        refused = subprocess.run([str(LEROBOT_PYTHON), "tests/support/batched_lerobot.py", str(tiny_act), "4", "1",
+                                  "1", "remote-serial"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                                 env={"PATH": "/usr/bin:/bin", **env, KEY_ENV: "wrong"})
+        assert hub.alive() and _drive(tiny_act, 4, "remote-serial", 1, 1, env=env)["episodes"]["0"]
+    finally:
+        hub.stop()
+    assert alone["episodes"] == together["episodes"], (alone, together)
+    assert alone["episodes"] == _drive(tiny_act, 4, "serial")["episodes"]
+    assert len(set(alone["episodes"].values())) == 4
+    assert max(int(rows) for rows in seen_together) > 1, seen_together  # episodes of separate servers met
+    assert refused.returncode != 0 and "inference process" in refused.stderr
 
 
 @needs_lerobot_venv

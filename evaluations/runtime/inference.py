@@ -1,0 +1,81 @@
+"""A batching LeRobot model on the local runtime: the host's inference process (one per evaluation and way of
+serving the model, shared by every shard on the host through :mod:`.shared`'s leases) and a thin rlmesh model server
+per shard that asks it (:mod:`evaluations.prebuilt.lerobot.inference` says why: rlmesh serves one session's predict
+at a time, so only separate servers calling one process concurrently meet in its batcher).
+
+The shard sees one :class:`BatchedModel`: its address is the thin server's; it is alive while both processes are;
+stopping it stops the thin server and releases the lease (the last lease stops the inference process); the batch
+sizes seen are the inference process's. The key the two share (``RLMESH_INFERENCE_KEY``) is derived from the site's
+``SECRET_KEY`` and the registry key, so every worker process of the host derives the same one and it is never
+written down.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from django.conf import settings
+
+from ..prebuilt.lerobot.entry import LEROBOT_SOURCE
+from ..prebuilt.lerobot.inference import KEY_ENV
+from . import shared
+from .base import ServedEndpoint, ServerSpec
+
+__all__ = ["BatchedModel", "batches", "start"]
+
+
+def batches(spec: ServerSpec) -> bool:
+    """Whether ``spec`` is served through a host inference process: the platform's LeRobot server with a batch
+    shape (``RLMESH_MODEL_BATCH`` ≥ 1 recorded as the ``batch`` load kwarg)."""
+    try:
+        return spec.kind == "model" and spec.source == LEROBOT_SOURCE and int(spec.kwargs.get("batch", 0)) >= 1
+    except (TypeError, ValueError):
+        return False
+
+
+class BatchedModel(ServedEndpoint):
+    """A shard's thin model server (``thin``) and its lease on the host's inference process (``hub``)."""
+
+    def __init__(self, thin: ServedEndpoint, hub: shared.SharedServer):
+        self.thin, self.hub = thin, hub
+        self.address = thin.address
+        self.ready_seconds = thin.ready_seconds + hub.ready_seconds
+        self.stats_path = hub.stats_path
+        self.owner = hub.owner
+
+    def alive(self) -> bool:
+        return self.thin.alive() and self.hub.alive()
+
+    def orphaned(self) -> bool:
+        return self.hub.orphaned()
+
+    def stop(self) -> None:
+        self.thin.stop()
+        self.hub.stop()
+
+    def log_tail(self, lines: int = 20) -> str:
+        hub = self.hub.log_tail(lines)
+        return self.thin.log_tail(lines) + (f"\n-- the host's inference process:\n{hub}" if hub else "")
+
+
+def start(key: str, spec: ServerSpec, backend, name: str, on_hub_started) -> BatchedModel:
+    """The shard's :class:`BatchedModel` for ``spec`` (:func:`batches` true) on the local ``backend``: a lease on the
+    inference process ``key`` (started now when none runs on the host, then passed to ``on_hub_started(server)``)
+    and a thin server named ``name``. Raises what starting either raises; nothing is left running then."""
+    secret = hmac.new(settings.SECRET_KEY.encode(), key.encode(), hashlib.sha256).hexdigest()
+    secrets = {**spec.secrets, KEY_ENV: secret}
+    hub_spec = ServerSpec("inference", spec.source, dict(spec.kwargs), secrets=secrets, ready_timeout=spec.ready_timeout)
+
+    def start_hub():
+        server = backend.start(hub_spec, name=f"{name}-inference")  # named by the shard that started it
+        on_hub_started(server)
+        return server
+
+    hub = shared.acquire(key, start_hub)
+    try:
+        thin = backend.start(ServerSpec("model", spec.source, {"inference": hub.address}, secrets=secrets), name=name)
+    except BaseException:
+        hub.stop()
+        raise
+    return BatchedModel(thin, hub)
