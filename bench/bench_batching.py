@@ -13,7 +13,8 @@ is ``workers``; SQLite and the database broker, as ``make demo`` runs), one eval
 
 - ``per-shard``: ``RLMESH_SHARE_MODEL_SERVERS=False``, ``RLMESH_MODEL_BATCH=0``: every shard loads its own copy
   and calls it one observation at a time (as before this issue);
-- ``batched``: one server per host for the evaluation, ``RLMESH_MODEL_BATCH=--batch``;
+- ``batched``: ``RLMESH_MODEL_BATCH=--batch``: one inference process per host for the evaluation holds the weights
+  and the batcher, and each shard's thin rlmesh server asks it (``evaluations.prebuilt.lerobot.inference``);
 - ``expert``: ``prebuilt/libero-expert`` with both cameras rendered (``params.cameras: both``), its episodes to
   their end, one shared server (it is served one call at a time).
 
@@ -36,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+INFERENCE = "evaluations.prebuilt.lerobot.inference"  # the host inference process's command line
 
 
 def build_checkpoint(root: Path) -> Path:
@@ -49,17 +51,35 @@ def server_rss() -> tuple[int, int]:
     """Bytes of resident memory of the model servers (LeRobot's or the expert's) and of every rlmesh server on the
     machine (``ps``)."""
     out = subprocess.run(["ps", "-eo", "rss=,args="], capture_output=True, text=True).stdout
-    rows = [(int(line.split(None, 1)[0]) * 1024, line) for line in out.splitlines() if "rlmesh" in line
-            and "serve" in line]
-    return (sum(b for b, line in rows if "LeRobotPolicy" in line or "LiberoExpert" in line), sum(b for b, _ in rows))
+    rows = [(int(line.split(None, 1)[0]) * 1024, line) for line in out.splitlines()
+            if ("rlmesh" in line and "serve" in line) or INFERENCE in line]
+    model = ("LeRobotPolicy", "LiberoExpert", INFERENCE)  # thin servers and the host inference process included
+    return (sum(b for b, line in rows if any(m in line for m in model)), sum(b for b, _ in rows))
 
 
-def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: int, batch: int) -> dict:
+def host() -> dict:
+    """What the bits and the speed depend on: the CPU, the cores, the torch thread setting, the packages."""
+    import os
+    import platform
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    versions = subprocess.run([str(ROOT / ".venv-lerobot/bin/python"), "-c", "import torch, lerobot, numpy; print("
+                               "torch.__version__, lerobot.__version__, numpy.__version__, torch.get_num_threads())"],
+                              capture_output=True, text=True).stdout.split()
+    return {"cpu": cpu, "cores": os.cpu_count(), "torch": versions[0] if versions else None,
+            "lerobot": versions[1] if len(versions) > 1 else None, "numpy": versions[2] if len(versions) > 2 else None,
+            "torchDefaultThreads": versions[3] if len(versions) > 3 else None,
+            "RLMESH_MODEL_THREADS": os.environ.get("RLMESH_MODEL_THREADS", "1 (default)")}
+
+
+def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: int, batch: int,
+         wait_ms: float = 10.0) -> dict:
     from tests.support.live import LivePlatform
 
     env = {"RLMESH_LEROBOT_CHECKPOINTS": str(checkpoints),
            "RLMESH_SHARE_MODEL_SERVERS": "False" if mode == "per-shard" else "True",
-           "RLMESH_MODEL_BATCH": str(batch if mode == "batched" else 0)}
+           "RLMESH_MODEL_BATCH": str(batch if mode == "batched" else 0), "RLMESH_MODEL_BATCH_WAIT_MS": str(wait_ms)}
     live = LivePlatform(Path(tempfile.mkdtemp(prefix="rlm-batching-")), **env).prepare()
     live.start_web()
     live.start_worker(concurrency=workers)
@@ -97,16 +117,20 @@ def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: i
             "digests": [i.get("trajectoryDigest") for i in items], "statuses": [i["status"] for i in items]}
 
 
-def lerobot_loop(folder: Path, episodes: int, max_steps: int) -> dict:
+def lerobot_loop(folder: Path, episodes: int, max_steps: int, threads: int = 0) -> dict:
     """``bench_lerobot_loop.py`` on the same checkpoint and episodes: its JSON line."""
     import os
 
     out = subprocess.run([str(ROOT / ".venv-libero/bin/python"), "bench/bench_lerobot_loop.py", str(folder),
-                          "--task", "libero_object/0", "--episodes", str(episodes), "--max-steps", str(max_steps)],
+                          "--task", "libero_object/0", "--episodes", str(episodes), "--max-steps", str(max_steps),
+                          "--threads", str(threads)],
                          cwd=ROOT, check=True, capture_output=True, text=True,
                          env={**os.environ, "MUJOCO_GL": "egl", "PYTHONPATH": str(ROOT),
                               "HOME": tempfile.mkdtemp(prefix="rlm-libero-home-")})
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+MODES = ("per-shard", "batched", "expert")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -115,32 +139,44 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--episodes", type=int, default=8)
     p.add_argument("--max-steps", type=int, default=100)
     p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--batch-wait-ms", type=float, default=10.0, help="RLMESH_MODEL_BATCH_WAIT_MS of the batched mode")
+    p.add_argument("--skip-lerobot-loop", action="store_true")
+    p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     checkpoints = Path(tempfile.mkdtemp(prefix="rlm-tiny-"))
     build_checkpoint(checkpoints)
     rows = []
     for workers in args.workers:
-        for mode in ("per-shard", "batched", "expert"):
-            row = cell(checkpoints, mode, workers, args.episodes, args.max_steps, args.batch)
+        for mode in args.modes:
+            row = cell(checkpoints, mode, workers, args.episodes, args.max_steps, args.batch, args.batch_wait_ms)
             rows.append(row)
             print(f"{mode:>9} workers {workers}: {row['wallSeconds']:6.1f} s  {row['episodesPerHour']:7.1f} eps/h  "
                   f"model RSS {row['modelServerPeakRssMB']} MB (all servers {row['allServersPeakRssMB']} MB)  "
                   f"batches {row['modelBatches']}  {row['statuses'].count('completed')}/{len(row['statuses'])} "
                   f"completed", flush=True)
-    lerobot = lerobot_loop(checkpoints / "tiny-act", args.episodes, args.max_steps)
-    print(f"LeRobot's loop: {lerobot['wallSeconds']:6.1f} s  {lerobot['episodesPerHour']:7.1f} eps/h", flush=True)
-    summary = {"lerobotLoop": lerobot}
-    for mode in ("per-shard", "batched", "expert"):
+    # On the platform's thread count (RLMESH_MODEL_THREADS, default 1), the same arithmetic as ours; then as
+    # lerobot-eval runs it (torch's default).
+    import os
+
+    threads = int(os.environ.get("RLMESH_MODEL_THREADS", "1"))
+    loops = [] if args.skip_lerobot_loop else [lerobot_loop(checkpoints / "tiny-act", args.episodes, args.max_steps, t)
+                                               for t in dict.fromkeys([threads, 0])]
+    for loop in loops:
+        print(f"LeRobot's loop ({loop['threads']} threads): {loop['wallSeconds']:6.1f} s  "
+              f"{loop['episodesPerHour']:7.1f} eps/h", flush=True)
+    lerobot = loops[0] if loops else None
+    summary = {"host": host(), "lerobotLoop": lerobot, "lerobotLoopDefaultThreads": loops[-1] if loops else None}
+    for mode in args.modes:
         cells = [r for r in rows if r["mode"] == mode]
         summary[mode] = {"sameDigestsAcrossWorkers": all(c["digests"] == cells[0]["digests"] for c in cells),
                          "throughputVsWorkers1": {c["workers"]: round(c["episodesPerHour"] / cells[0]["episodesPerHour"], 2)
                                                   for c in cells}}
     for r in rows:
-        if r["workers"] == 1 and r["mode"] != "expert":
-            summary[f"ours ({r['mode']}, workers 1) / LeRobot's loop"] = round(
-                r["episodesPerHour"] / lerobot["episodesPerHour"], 2)
-    for workers in args.workers:
+        for loop in loops if r["workers"] == 1 and r["mode"] != "expert" else []:
+            summary[f"ours ({r['mode']}, workers 1) / LeRobot's loop at {loop['threads']} threads"] = round(
+                r["episodesPerHour"] / loop["episodesPerHour"], 2)
+    for workers in args.workers if {"per-shard", "batched"} <= set(args.modes) else []:
         a, b = (next(r for r in rows if r["mode"] == m and r["workers"] == workers) for m in ("per-shard", "batched"))
         summary[f"batched/per-shard workers {workers}"] = {
             "episodesPerHour": round(b["episodesPerHour"] / a["episodesPerHour"], 2),

@@ -2,7 +2,7 @@
 Runs in the LIBERO venv with lerobot appended to the path (:mod:`tests.support.libero_parity` says why)::
 
     MUJOCO_GL=egl HOME=/tmp/libero-home PYTHONPATH=$PWD .venv-libero/bin/python bench/bench_lerobot_loop.py \\
-        <checkpoint folder> [--task libero_object/0] [--episodes 8] [--max-steps 0]
+        <checkpoint folder> [--task libero_object/0] [--episodes 8] [--max-steps 0] [--threads 0]
 
 What ``lerobot-eval --policy.path=<folder> --env.type=libero --env.task=<suite> --eval.batch_size=1`` builds, by
 LeRobot's own code: the policy from the checkpoint (``PreTrainedConfig.from_pretrained``, the type's class,
@@ -11,7 +11,8 @@ platform renders them) through ``make_env`` and ``make_env_pre_post_processors``
 each episode ``i`` (seed ``i``, init state ``i``: the platform's episode ``i`` of seed 0). ``--max-steps`` caps an
 episode as the platform's ``maxSteps`` does (0: the suite's own cap). Prints one JSON line: episodes, steps, wall
 seconds (policy loaded and env built before the clock starts, as the platform's servers are started before its
-first episode), episodes per hour, successes.
+first episode), episodes per hour, successes, torch's threads (``--threads``: as the platform's
+``RLMESH_MODEL_THREADS``; 0, torch's default, is what ``lerobot-eval`` runs with).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--task", default="libero_object/0")
     p.add_argument("--episodes", type=int, default=8)
     p.add_argument("--max-steps", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0)
     args = p.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from evaluations.prebuilt.libero import private_config_dir
@@ -41,6 +43,9 @@ def main(argv: list[str] | None = None) -> None:
 
     import_lerobot()
     import torch
+
+    if args.threads >= 1:
+        torch.set_num_threads(args.threads)
     from lerobot.configs.policies import PreTrainedConfig
     from lerobot.envs.configs import LiberoEnv as LiberoEnvConfig
     from lerobot.envs.factory import make_env, make_env_pre_post_processors
@@ -70,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     vec.close()
     print(json.dumps({"loop": "lerobot_eval.rollout", "task": args.task, "episodes": args.episodes, "steps": steps,
                       "wallSeconds": round(wall, 1), "episodesPerHour": round(args.episodes / wall * 3600, 1),
-                      "successes": successes}))
+                      "successes": successes, "threads": torch.get_num_threads()}))
 
 
 if __name__ == "__main__":

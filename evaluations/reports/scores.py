@@ -101,7 +101,7 @@ def _has_agent_rollouts(evaluation: Evaluation, eps: list[dict]) -> bool:
 
 def model_batches(per_shard) -> dict | None:
     """The forward passes of the evaluation's batching model servers by rows (episodes) in them: ``{"size": the
-    fixed batch shape, "calls": {rows: count}, "meanRows": float}``, from what each shard read of its server when it
+    fixed batch shape, "calls": {rows: count}, "meanRows": float, "meanPassMs": ms of one pass or None}``, from what each shard read of its server when it
     closed (``timings["modelBatches"]``); a server read by several shards counts once, at its fullest reading.
     None when no model server batched."""
     fullest: dict[str, dict] = {}
@@ -118,7 +118,9 @@ def model_batches(per_shard) -> dict | None:
     total = sum(calls.values())
     return {"size": max(r.get("size") or 0 for r in fullest.values()) or None,
             "calls": dict(sorted(calls.items(), key=lambda kv: int(kv[0]))),
-            "meanRows": sum(int(k) * n for k, n in calls.items()) / total if total else None}
+            "meanRows": sum(int(k) * n for k, n in calls.items()) / total if total else None,
+            "meanPassMs": (round(1000 * sum(r.get("seconds") or 0.0 for r in fullest.values()) / total, 2)
+                           if total and all(r.get("seconds") for r in fullest.values()) else None)}
 
 
 def evaluation_metrics(evaluation: Evaluation) -> dict:

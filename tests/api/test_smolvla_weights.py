@@ -65,7 +65,7 @@ def test_with_the_weights_installed_the_model_resolves_to_the_settings_folders(a
     r = api.post("/v1/evaluation-previews", SEED, format="json")
     assert "models[0].model" not in {d["path"] for d in r.json().get("error", {}).get("details", [])}, r.content
     image = resolve_reference("prebuilt/smolvla/libero", kind=ImageKind.MODEL, organization=tenant_a.org)
-    assert image.load_kwargs == {"policy_dir": policy, "backbone_dir": backbone}
+    assert image.load_kwargs == {"policy_dir": policy, "backbone_dir": backbone, "threads": 1}
     assert image.version.source == "python+lerobot://evaluations.prebuilt.lerobot.smolvla:SmolVLALibero"
 
 

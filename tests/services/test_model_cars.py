@@ -167,7 +167,7 @@ def test_a_model_car_runs_on_libero_and_records_its_checkpoint(api, model_car):
     assert r.status_code == 201, r.json()
     evaluation = Evaluation.objects.get(public_id=r.json()["id"])
     (workload,) = evaluation.workloads.all()
-    assert workload.model_kwargs == {"sha256": SHA} and workload.env_vars == {}  # it runs in the platform's server
+    assert workload.model_kwargs == {"sha256": SHA, "threads": 1} and workload.env_vars == {}  # the platform's server
     (model,) = evaluation.config["models"]
     assert model["checkpointSha256"] == SHA and model["envVarsIgnored"] == ["X"]
 

@@ -127,6 +127,7 @@ class MetricsModelBatchesSerializer(serializers.Serializer):
     size = serializers.IntegerField(allow_null=True, help_text="rows of every forward pass (RLMESH_MODEL_BATCH)")
     calls = serializers.DictField(child=serializers.IntegerField(), help_text="forward passes by episodes in them")
     meanRows = serializers.FloatField(allow_null=True)  # noqa: N815
+    meanPassMs = serializers.FloatField(allow_null=True, help_text="milliseconds of one forward pass, on average")  # noqa: N815
 
 
 class MetricsVideosSerializer(serializers.Serializer):

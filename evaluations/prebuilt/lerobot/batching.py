@@ -41,7 +41,7 @@ __all__ = ["BATCHED_TYPES", "STATS_ENV", "ChunkBatcher", "batchable", "read_stat
 #: neighbours' prompts.
 BATCHED_TYPES = frozenset({"act"})
 #: The environment variable naming the file where a model server keeps the batch sizes it has seen (JSON
-#: ``{"calls": {rows: count}, "size": n}``); set by the platform's local runtime.
+#: ``{"calls": {rows: count}, "size": n, "seconds": s}``); set by the platform's local runtime.
 STATS_ENV = "RLMESH_MODEL_STATS"
 
 
@@ -66,6 +66,8 @@ class ChunkBatcher:
             raise ValueError(f"size must be >= 1 and max_wait >= 0 (got {size}, {max_wait})")
         self.compute, self.size, self.max_wait = compute, int(size), float(max_wait)
         self.seen: Counter[int] = Counter()
+        #: Seconds spent in ``compute`` over the passes in ``seen``.
+        self.seconds = 0.0
         self.stats_path = Path(stats_path) if stats_path else None
         self._requests: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._serve, name="chunk-batcher", daemon=True)
@@ -92,6 +94,7 @@ class ChunkBatcher:
         while True:
             pending = self._gather()
             rows = [row for row, _ in pending]
+            started = time.monotonic()
             try:
                 results = self.compute(rows + [rows[0]] * (self.size - len(rows)))
             except BaseException as exc:  # noqa: BLE001 - handed to every waiting episode
@@ -99,6 +102,7 @@ class ChunkBatcher:
                     future.set_exception(exc)
                 continue
             self.seen[len(rows)] += 1
+            self.seconds += time.monotonic() - started
             self._write_stats()  # before any waiter returns, so a caller that has its row sees its call counted
             for (_, future), result in zip(pending, results):
                 future.set_result(result)
@@ -108,19 +112,22 @@ class ChunkBatcher:
             return
         tmp = self.stats_path.with_name(self.stats_path.name + ".tmp")
         try:
-            tmp.write_text(json.dumps({"size": self.size, "calls": {str(k): v for k, v in sorted(self.seen.items())}}))
+            tmp.write_text(json.dumps({"size": self.size, "calls": {str(k): v for k, v in sorted(self.seen.items())},
+                                       "seconds": round(self.seconds, 4)}))
             os.replace(tmp, self.stats_path)
         except OSError:
             pass  # the numbers are a report; an unwritable file never fails an episode
 
 
 def read_stats(path: str | Path) -> dict | None:
-    """What a model server wrote at ``path`` (``{"size": n, "calls": {rows: count}}``), or None when it wrote
-    nothing readable."""
+    """What a model server wrote at ``path`` (``{"size": n, "calls": {rows: count}, "seconds": s}``: ``seconds`` in
+    its forward passes, 0.0 from servers that did not say), or None when it wrote nothing readable."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("calls"), dict):
         return None
-    return {"size": data.get("size"), "calls": {str(k): int(v) for k, v in data["calls"].items()}}
+    seconds = data.get("seconds")
+    return {"size": data.get("size"), "calls": {str(k): int(v) for k, v in data["calls"].items()},
+            "seconds": float(seconds) if isinstance(seconds, (int, float)) else 0.0}
