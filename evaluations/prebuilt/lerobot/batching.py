@@ -12,11 +12,11 @@ were served beside it: ``workers: 1`` and ``workers: 4`` give the same trajector
 what the model ran with (a ``load`` keyword argument the workload records), and the number of real rows per call
 (the batch sizes seen) is reported, never assumed.
 
-**Measured limit.** rlmesh 0.1.0's model server calls ``predict`` one session at a time (two sessions, 16 calls of
-200 ms: 3.31 s, none overlapping), so the shards sharing a model server never reach the batcher together and its
-passes carry one real row (bench/bench_batching.py; docs/running/scaling.md). Concurrent callers in one process
-coalesce (tests/prebuilt/lerobot/test_batching.py). Batching through the platform needs the weights in a host-level
-inference process the shards' servers call concurrently.
+**Where it runs.** rlmesh 0.1.0's model server calls ``predict`` one session at a time (two sessions, 16 calls of
+200 ms: 3.31 s, none overlapping), so through the platform the batcher lives in the host's inference process
+(:mod:`.inference`), which the shards' thin model servers call concurrently; concurrent callers in one process
+coalesce the same way (tests/prebuilt/lerobot/test_batching.py). What it did is reported, never assumed: the passes by
+real rows and the seconds spent in them (bench/bench_batching.py; docs/running/scaling.md).
 
 Pure Python and threading: torch is used only by the ``compute`` function the model passes in.
 """

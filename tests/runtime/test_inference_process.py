@@ -1,0 +1,73 @@
+"""The shard's view of a batching model (runtime.inference): which specs take the host inference process, and a
+:class:`BatchedModel` that is alive only while both of its processes are, stops both, reports the inference process's
+batches and blames the model only for what its own processes did."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluations.prebuilt.lerobot.entry import LEROBOT_SOURCE
+from evaluations.runtime import ServerSpec, inference
+from evaluations.runtime.base import ServedEndpoint
+
+
+class Fake(ServedEndpoint):
+    def __init__(self, address="unix:///x/s.sock", owner=None, orphan=False, stats=None):
+        self.address, self.ready_seconds, self.up, self.stopped = address, 1.5, True, 0
+        self.owner, self._orphan, self.stats_path = owner, orphan, stats
+
+    def alive(self):
+        return self.up
+
+    def stop(self):
+        self.stopped += 1
+        self.up = False
+
+    def log_tail(self, lines=20):
+        return f"tail of {self.address}"
+
+    def orphaned(self):
+        return self._orphan
+
+
+def test_only_the_lerobot_server_with_a_batch_shape_takes_the_inference_process():
+    assert inference.batches(ServerSpec("model", LEROBOT_SOURCE, {"folder": "f", "batch": 4}))
+    assert not inference.batches(ServerSpec("model", LEROBOT_SOURCE, {"folder": "f"}))
+    assert not inference.batches(ServerSpec("model", LEROBOT_SOURCE, {"folder": "f", "batch": 0}))
+    assert not inference.batches(ServerSpec("model", LEROBOT_SOURCE, {"folder": "f", "batch": "many"}))
+    assert not inference.batches(ServerSpec("model", "python://evaluations.prebuilt.models:Random", {"batch": 4}))
+    assert not inference.batches(ServerSpec("env", LEROBOT_SOURCE, {"batch": 4}))
+
+
+def test_a_batched_model_lives_with_both_processes_and_stops_both(tmp_path):
+    thin, hub = Fake("127.0.0.1:5"), Fake(owner=7, stats=tmp_path / "b.json")
+    model = inference.BatchedModel(thin, hub)
+    assert model.address == "127.0.0.1:5" and model.stats_path == hub.stats_path and model.owner == 7
+    assert model.ready_seconds == pytest.approx(3.0) and model.alive()
+    hub.up = False  # the inference process died: the shard restarts its model
+    assert not model.alive() and not model.orphaned()
+    assert "the host's inference process" in model.log_tail()
+    model.stop()
+    assert thin.stopped == 1 and hub.stopped == 1
+    assert inference.BatchedModel(Fake(), Fake(orphan=True)).orphaned()  # its starter died: not the model's fault
+
+
+def test_starting_fails_cleanly_when_the_thin_server_cannot_start(settings, monkeypatch, tmp_path):
+    """The thin server failing to start releases the lease it took, so no inference process is left behind."""
+    from evaluations.runtime import shared
+
+    settings.RLMESH_RUN_DIR = str(tmp_path)
+    hub = Fake()
+    monkeypatch.setattr(shared, "acquire", lambda key, start: hub)
+    started = []
+
+    class Backend:
+        def start(self, spec, *, name):
+            started.append((spec.kind, dict(spec.kwargs), sorted(spec.secrets)))
+            raise RuntimeError("thin server exited")
+
+    spec = ServerSpec("model", LEROBOT_SOURCE, {"folder": "f", "batch": 4})
+    with pytest.raises(RuntimeError, match="thin server exited"):
+        inference.start("model-1-abc", spec, Backend(), "shard-1-model", lambda server: None)
+    assert hub.stopped == 1
+    assert started == [("model", {"inference": hub.address}, ["RLMESH_INFERENCE_KEY"])]
