@@ -18,7 +18,7 @@ import hmac
 from django.conf import settings
 
 from ..prebuilt.lerobot.entry import LEROBOT_SOURCE
-from ..prebuilt.lerobot.inference import KEY_ENV
+from ..prebuilt.lerobot.remote import KEY_ENV
 from . import shared
 from .base import ServedEndpoint, ServerSpec
 

@@ -67,7 +67,7 @@ class LeRobotPolicy(rlmesh.numpy.Model):
              batch: int = 0, batch_wait_ms: float = 10.0, inference: str = "", threads: int = 0) -> None:
         self.policy, self.batcher, self.remote = None, None, None
         if inference:  # a thin server: the host's inference process holds the checkpoint
-            from .inference import InferenceClient
+            from .remote import InferenceClient
 
             self.remote, self.device = InferenceClient(inference), None
             return

@@ -1,0 +1,71 @@
+"""The thin model server's side of the host's inference process (:mod:`.inference` describes both): the address, the
+shared key and the client. No torch, no checkpoint: what a thin server imports."""
+
+from __future__ import annotations
+
+import os
+import threading
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client
+
+import numpy as np
+
+__all__ = ["KEY_ENV", "InferenceClient", "address_path", "shared_key"]
+
+#: The environment variable holding the shared key of a host's inference process and its thin servers.
+KEY_ENV = "RLMESH_INFERENCE_KEY"
+#: Seconds a thin server waits for its actions before the call fails (a forward pass of a VLA on a loaded CPU host
+#: takes seconds; an hour-long wait is a hung process, and the episode ends in error rather than hang with it).
+REPLY_TIMEOUT = 600.0
+
+
+def address_path(address: str) -> str:
+    """The socket path of a ``unix://…`` address; ValueError for any other."""
+    if not address.startswith("unix://"):
+        raise ValueError(f"the inference process listens on a unix:// address, not {address!r}")
+    return address.removeprefix("unix://")
+
+
+def shared_key() -> bytes:
+    """The key in :data:`KEY_ENV` as bytes; RuntimeError when unset."""
+    key = os.environ.get(KEY_ENV, "")
+    if not key:
+        raise RuntimeError(f"{KEY_ENV} is not set: the platform starts the inference process and its thin servers")
+    return key.encode()
+
+
+class InferenceClient:
+    """A thin server's connection to the host's inference process at ``address`` (``unix://…``); opened on first
+    use, again after a failure. :meth:`actions` raises RuntimeError with the process's error or the broken link."""
+
+    def __init__(self, address: str):
+        self.path, self.key = address_path(address), shared_key()
+        self._conn = None
+        self._lock = threading.Lock()
+
+    def actions(self, episode: str, seed, observation: dict) -> list[np.ndarray]:
+        """The episode's next actions (the module docstring): a list of float32 (7,) arrays, at least one."""
+        request = {"episode": episode, "seed": None if seed is None else int(seed), "observation": observation}
+        with self._lock:
+            try:
+                if self._conn is None:
+                    self._conn = Client(self.path, family="AF_UNIX", authkey=self.key)
+                self._conn.send(request)
+                if not self._conn.poll(REPLY_TIMEOUT):
+                    raise TimeoutError(f"no answer within {REPLY_TIMEOUT:g} s")
+                reply = self._conn.recv()
+            except (OSError, EOFError, TimeoutError, AuthenticationError) as exc:
+                self._drop()
+                raise RuntimeError(f"the host's inference process is unreachable: {type(exc).__name__}: {exc}") from None
+        if "error" in reply:
+            raise RuntimeError(f"the host's inference process failed: {reply['error']}")
+        actions = np.asarray(reply["actions"], dtype=np.float32)
+        return list(actions)
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except OSError:
+                pass
+        self._conn = None
