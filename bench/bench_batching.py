@@ -58,18 +58,12 @@ def server_rss() -> tuple[int, int]:
 
 
 def host() -> dict:
-    """What the bits and the speed depend on: the CPU, the cores, the torch thread setting, the packages."""
+    """What the bits and the speed depend on (``bench/hostinfo.py``), with the torch thread setting."""
     import os
-    import platform
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    versions = subprocess.run([str(ROOT / ".venv-lerobot/bin/python"), "-c", "import torch, lerobot, numpy; print("
-                               "torch.__version__, lerobot.__version__, numpy.__version__, torch.get_num_threads())"],
-                              capture_output=True, text=True).stdout.split()
-    return {"cpu": cpu, "cores": os.cpu_count(), "torch": versions[0] if versions else None,
-            "lerobot": versions[1] if len(versions) > 1 else None, "numpy": versions[2] if len(versions) > 2 else None,
-            "torchDefaultThreads": versions[3] if len(versions) > 3 else None,
+    from bench.hostinfo import host as describe
+
+    return {**describe(str(ROOT / ".venv-lerobot/bin/python")),
             "RLMESH_MODEL_THREADS": os.environ.get("RLMESH_MODEL_THREADS", "1 (default)")}
 
 

@@ -36,6 +36,8 @@ sys.path.insert(0, str(ROOT))
 SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10")
 
 
+from bench.hostinfo import host  # noqa: E402
+
 def submit(live, suites: list[str], episodes: int) -> str:
     tasks = [{"env": "prebuilt/libero", "taskId": f"{suite}/{i}", "episodes": episodes, "seed": 0, "record": "none"}
              for suite in suites for i in range(10)]
@@ -141,7 +143,8 @@ def main(argv: list[str] | None = None) -> None:
                        capture_output=True)
     result = {"evaluation": eval_id, **run, "progress": progress, "metrics": {
         k: metrics.get(k) for k in ("wallSeconds", "stepsPerSecond", "episodesPerSecond") if k in metrics},
-        **check(items, args.suites, args.episodes, bare_digests(bare))}
+        **check(items, args.suites, args.episodes, bare_digests(bare)),
+        "host": host(str(ROOT / ".venv-libero/bin/python"))}  # an episode's outcome can follow the CPU: hostinfo.py
     wall = metrics.get("wallSeconds") or run["wall_s"]
     print(json.dumps({k: v for k, v in result.items() if k not in ("perTask", "progress")}, indent=1))
     print(f"{result['episodes']} episodes in {wall / 60:.1f} min ({result['episodes'] / wall * 60:.1f} episodes/min); "
