@@ -32,11 +32,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.hostinfo import host  # noqa: E402
 
 SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10")
 
-
-from bench.hostinfo import host  # noqa: E402
 
 def submit(live, suites: list[str], episodes: int) -> str:
     tasks = [{"env": "prebuilt/libero", "taskId": f"{suite}/{i}", "episodes": episodes, "seed": 0, "record": "none"}
