@@ -28,7 +28,7 @@ from ..models import Episode, Evaluation, Workload
 from ..planning import no_worker_warning
 from ..reports.regressions import attach_regressions
 from ..reports.reproduction import reproduction_rows
-from ..reports.scores import performance_profiles, score_cells, task_label
+from ..reports.scores import evaluation_metrics, performance_profiles, score_cells, task_label
 from ..runs.lifecycle import CancelRefused, cancel_evaluation
 from ..selectors import evaluation_detail_queryset
 from ..tenancy import active_membership, active_organization, org_evaluation
@@ -133,6 +133,8 @@ def _overview_context(request: HttpRequest, evaluation: Evaluation) -> dict:
             profiles, title="Performance profile: fraction of tasks above each success rate (95% bootstrap band)",
         ) if profiles else None,
         "reproduction": reproduction_rows(evaluation, cells),
+        # Where the time went (the /metrics rollup): once something has finished.
+        "throughput": evaluation_metrics(evaluation) if groups else None,
         "baseline_controls": [
             {"tag": f"{k}:{v}", "baseline": evaluation.tag_baselines.get(f"{k}:{v}")}
             for k, v in evaluation.tags.items()

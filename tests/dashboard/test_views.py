@@ -76,6 +76,25 @@ def test_overview_shows_scores_charts_and_interval(web, tenant_a):
     assert "plotly.min.js" in html and "cdn" not in html.lower()
 
 
+def test_overview_says_where_the_time_went_with_the_batches_a_model_server_saw(web, tenant_a):
+    from evaluations.models import Shard
+
+    evaluation = submit(tenant_a)
+    html = web.get(f"/evaluations/{evaluation.public_id}").content.decode()
+    assert 'id="throughput"' not in html  # nothing has finished
+    add_episodes(evaluation, [("completed", True, 500.0), ("completed", False, 20.0)])
+    Episode.objects.filter(evaluation=evaluation).update(finished_at=timezone.now())
+    html = web.get(f"/evaluations/{evaluation.public_id}").content.decode()
+    assert 'id="throughput"' in html and "20 steps" in html and 'id="model-batches"' not in html
+    shard = Shard.objects.filter(evaluation=evaluation).first() or Shard.objects.create(
+        evaluation=evaluation, workload=evaluation.workloads.first(), index=0)
+    shard.timings = {"modelBatches": [{"server": "s", "size": 4, "calls": {"1": 3, "4": 1}, "seconds": 0.7}]}
+    shard.save(update_fields=["timings"])
+    html = web.get(f"/evaluations/{evaluation.public_id}").content.decode()
+    assert 'id="model-batches"' in html and "passes of 4 rows" in html
+    assert 'data-rows="4">1 × 4</span>' in html and "mean 1.75" in html and "175 ms a pass" in html
+
+
 def test_episodes_tab_filters_sorts_and_paginates(web, tenant_a):
     evaluation = submit(tenant_a, cartpole_request(tasks=[{"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 120}]))
     add_episodes(evaluation, [("completed", i % 3 != 0, float(i)) for i in range(119)] + [("error", None, None)])
@@ -498,8 +517,8 @@ def test_list_query_count_is_pinned(web, big_org, django_assert_num_queries):
 
 def test_detail_query_count_is_pinned(web, big_org, django_assert_num_queries):
     url = f"/evaluations/{big_org.public_id}"
-    with django_assert_num_queries(8):  # session, user, memberships, evaluation, workloads, score aggregate, returns,
-        web.get(url)                   # published numbers of its models
+    with django_assert_num_queries(10):  # session, user, memberships, evaluation, workloads, score aggregate, returns,
+        web.get(url)                    # published numbers of its models, episodes' timings, shards' timings
     with django_assert_num_queries(7):  # ... evaluation, workloads, episode count, episode page
         web.get(url + "/episodes?page=2&sort=-reward")
 
