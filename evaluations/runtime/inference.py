@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import uuid
 
 from django.conf import settings
 
@@ -68,11 +69,17 @@ def start(key: str, spec: ServerSpec, backend, name: str, on_hub_started) -> Bat
     hub_spec = ServerSpec("inference", spec.source, dict(spec.kwargs), secrets=secrets, ready_timeout=spec.ready_timeout)
 
     def start_hub():
-        server = backend.start(hub_spec, name=f"{name}-inference")  # named by the shard that started it
-        on_hub_started(server)
+        # Named by the shard that started it, and unique: a later one's log and batch counts are its own.
+        server = backend.start(hub_spec, name=f"{name}-inference-{uuid.uuid4().hex[:8]}")
+        try:
+            on_hub_started(server)
+        except BaseException:
+            server.stop()
+            raise
         return server
 
-    hub = shared.acquire(key, start_hub)
+    # Workers that derive another key (another SECRET_KEY, mid-deploy) get a process of their own.
+    hub = shared.acquire(f"{key}-{hashlib.sha256(secret.encode()).hexdigest()[:8]}", start_hub)
     try:
         thin = backend.start(ServerSpec("model", spec.source, {"inference": hub.address}, secrets=secrets), name=name)
     except BaseException:

@@ -19,6 +19,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import signal
 import uuid
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .base import ServedEndpoint, stats_path
+from .base import RuntimeBackendError, ServedEndpoint, stats_path
 from .processes import pid_alive, start_time
 
 __all__ = ["SharedServer", "acquire", "model_key"]
@@ -73,6 +74,7 @@ class SharedServer(ServedEndpoint):
         #: The process that started the server (it dies with that process); None in registries of older versions.
         self.owner: int | None = state.get("owner")
         self.lease: str = state["leases"][-1] if state.get("leases") else ""
+        self._sock_dir: str | None = state.get("sockDir")
         self._released = False
 
     def alive(self) -> bool:
@@ -107,6 +109,8 @@ class SharedServer(ServedEndpoint):
                 os.killpg(self.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+        if self._sock_dir:  # its socket's directory (the worker that started it may live on long after)
+            shutil.rmtree(self._sock_dir, ignore_errors=True)
 
 
 def _holder(lease) -> int:
@@ -134,7 +138,12 @@ def acquire(key: str, start) -> SharedServer:
             state["leases"] = [*state["leases"], _new_lease()]
             return SharedServer(key, state, ready_seconds=0.0)
         server = start()
+        started = start_time(server.proc.pid)
+        if started is None:  # gone already: recorded, a dead server would pass for alive (None == None)
+            tail = server.stop_with_output()
+            raise RuntimeBackendError("the shared server exited right after it became ready", log_tail=tail)
         state.clear()
-        state.update({"pid": server.proc.pid, "start": start_time(server.proc.pid), "address": server.address,
-                      "log": str(server.log_path), "owner": os.getpid(), "leases": [_new_lease()]})
+        state.update({"pid": server.proc.pid, "start": started, "address": server.address,
+                      "log": str(server.log_path), "owner": os.getpid(), "leases": [_new_lease()],
+                      "sockDir": getattr(server, "_sock_dir", None)})
         return SharedServer(key, state, ready_seconds=server.ready_seconds)

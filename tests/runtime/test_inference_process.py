@@ -71,3 +71,74 @@ def test_starting_fails_cleanly_when_the_thin_server_cannot_start(settings, monk
         inference.start("model-1-abc", spec, Backend(), "shard-1-model", lambda server: None)
     assert hub.stopped == 1
     assert started == [("model", {"inference": hub.address}, ["RLMESH_INFERENCE_KEY"])]
+
+
+def test_a_process_that_cannot_be_counted_is_stopped_not_left_running(settings, monkeypatch):
+    from evaluations.runtime import shared
+
+    hub, keys = Fake(), []
+    monkeypatch.setattr(shared, "acquire", lambda key, start: keys.append(key) or start())
+
+    class Backend:
+        def start(self, spec, *, name):
+            assert name.startswith("shard-1-model-inference-") and len(name) == len("shard-1-model-inference-") + 8
+            return hub
+
+    def ledger_broke(server):
+        raise ValueError("ledger broke")
+
+    with pytest.raises(ValueError, match="ledger broke"):
+        inference.start("model-1-abc", ServerSpec("model", LEROBOT_SOURCE, {"batch": 4}), Backend(), "shard-1-model",
+                        ledger_broke)
+    assert hub.stopped == 1
+    settings.SECRET_KEY = "another"  # a worker mid-deploy derives another key: another registry entry
+    with pytest.raises(ValueError):
+        inference.start("model-1-abc", ServerSpec("model", LEROBOT_SOURCE, {"batch": 4}), Backend(), "shard-1-model",
+                        ledger_broke)
+    assert keys[0] != keys[1] and all(k.startswith("model-1-abc-") for k in keys)
+
+
+def test_the_last_lease_removes_the_shared_servers_socket_directory(settings, tmp_path):
+    import subprocess
+
+    from evaluations.runtime import shared
+
+    settings.RLMESH_RUN_DIR = str(tmp_path)
+    sock_dir = tmp_path / "rlm-1-x"
+    sock_dir.mkdir()
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+
+    class Started:
+        def __init__(self):
+            self.proc, self.address, self.log_path = proc, f"unix://{sock_dir}/inference.sock", tmp_path / "hub.log"
+            self.ready_seconds, self._sock_dir = 0.1, str(sock_dir)
+
+    try:
+        lease = shared.acquire("k", Started)
+        again = shared.acquire("k", lambda: pytest.fail("a second start"))
+        lease.stop()
+        assert sock_dir.exists()  # another lease holds it
+        again.stop()
+        assert not sock_dir.exists()
+        proc.wait(timeout=5)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_server_gone_right_after_it_became_ready_is_not_recorded_as_alive(settings, tmp_path):
+    import subprocess
+
+    from evaluations.runtime import shared
+    from evaluations.runtime.base import RuntimeBackendError
+
+    settings.RLMESH_RUN_DIR = str(tmp_path)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+
+    class Started(Fake):
+        proc, log_path = gone, tmp_path / "gone.log"
+
+    with pytest.raises(RuntimeBackendError, match="exited right after it became ready"):
+        shared.acquire("k2", Started)
+    assert not (tmp_path / "shared" / "k2.json").exists()

@@ -8,12 +8,13 @@ sharing one rlmesh model server never reach a batcher together. Here each shard 
 this process concurrently, one connection each; a thread per connection hands its requests to the policy, whose
 :class:`~.batching.ChunkBatcher` gathers them into fixed-shape forward passes.
 
-**The wire**: :mod:`multiprocessing.connection` on a unix socket in a directory only the worker's user can enter
-(0700), with an HMAC challenge on the key in ``RLMESH_INFERENCE_KEY`` (set by the platform on this process and on its
+**The wire**: :mod:`multiprocessing.connection` on a unix socket (0600) in a directory only the worker's user can
+enter (0700), with an HMAC challenge both ways, on each connection's own thread within 10 s, on the key in ``RLMESH_INFERENCE_KEY`` (set by the platform on this process and on its
 thin servers; never on disk). A request is ``{"episode": id, "seed": int | None, "observation": {…}}`` (the
 observation as rlmesh gave it to the thin server: numpy arrays and the instruction); the reply ``{"actions": float32
 (n, 7)}``: the next ``n_action_steps`` actions of a new chunk for a batching type, the one next action for the others
-(their episode's queues stay here, one episode per connection at a time), or ``{"error": "…"}`` (the thin server
+(their episode's queues stay here, the latest few episodes per connection; an evicted one asked for again is an
+error), or ``{"error": "…"}`` (the thin server
 raises it, so the episode ends in error, no verdict).
 
 Run as ``python -m evaluations.prebuilt.lerobot.inference --address unix:///…/inference.sock --kwargs-json '{…}'``
@@ -27,28 +28,45 @@ import argparse
 import json
 import sys
 import threading
-from multiprocessing.connection import Listener
+import os
+import socket
+from collections import OrderedDict
 
 import numpy as np
 
-from .remote import KEY_ENV, InferenceClient, address_path, shared_key
+from .remote import KEY_ENV, InferenceClient, address_path, handshake, shared_key
 
-__all__ = ["KEY_ENV", "InferenceClient", "serve"]
+__all__ = ["KEY_ENV", "InferenceClient", "listen", "serve"]
 
-def _answer(policy, request: dict, episodes: dict) -> dict:
-    """The reply to one request of a connection whose episodes' states are ``episodes`` (one kept at a time)."""
+#: Episodes whose queues a connection keeps at once (a thin server runs one at a time; a few for safety). An episode
+#: evicted and then asked for again is an error, never a silent restart of its queues.
+EPISODES_PER_CONNECTION = 4
+
+
+def _answer(policy, request: dict, episodes: OrderedDict, ended: set) -> dict:
+    """The reply to one request of a connection whose episodes' states are ``episodes`` (the latest few) and whose
+    evicted episodes are ``ended``."""
     if policy.batcher is not None:
         return {"actions": np.stack(policy.chunk_actions(request["observation"]))}
     episode = request["episode"]
+    if episode in ended:
+        raise RuntimeError(f"episode {episode} was dropped by its connection's later episodes; its queues are gone")
     if episode not in episodes:
-        episodes.clear()  # a thin server runs one episode at a time: a new one ends the last one's queues
         episodes[episode] = {}
+        while len(episodes) > EPISODES_PER_CONNECTION:
+            ended.add(episodes.popitem(last=False)[0])
+    episodes.move_to_end(episode)
     context = {"state": episodes[episode], "episode_seed": request.get("seed")}
     return {"actions": policy.predict(request["observation"], context)[None, :]}
 
 
-def _connection(policy, conn) -> None:
-    episodes: dict = {}
+def _connection(policy, sock: socket.socket, key: bytes) -> None:
+    try:
+        conn = handshake(sock, key, server=True)
+    except Exception:  # noqa: BLE001 - a readiness probe, a wrong key or a silent peer: refused, the others go on
+        return
+    episodes: OrderedDict = OrderedDict()
+    ended: set = set()
     with conn:
         while True:
             try:
@@ -56,7 +74,7 @@ def _connection(policy, conn) -> None:
             except (EOFError, OSError):
                 return  # the thin server went away
             try:
-                reply = _answer(policy, request, episodes)
+                reply = _answer(policy, request, episodes, ended)
             except Exception as exc:  # noqa: BLE001 - the episode's error, told to the thin server
                 reply = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
             try:
@@ -72,15 +90,23 @@ def serve(address: str, kwargs: dict) -> None:
 
     policy = LeRobotPolicy()
     policy.load(**kwargs)
-    listener = Listener(address_path(address), family="AF_UNIX", authkey=shared_key())
-    print(f"inference process ready at {address} ({policy.type}, batch "
-          f"{policy.batcher.size if policy.batcher is not None else 'off: one call at a time'})", flush=True)
-    while True:
-        try:
-            conn = listener.accept()
-        except Exception:  # noqa: BLE001 - a readiness probe or a wrong key: that caller is refused, others go on
-            continue
-        threading.Thread(target=_connection, args=(policy, conn), daemon=True).start()
+    listen(address, policy, announce=True)
+
+
+def listen(address: str, policy, announce: bool = False) -> None:
+    """Answer every connection at ``address`` with ``policy`` (a loaded LeRobotPolicy, or anything with its
+    ``batcher``, ``chunk_actions`` and ``predict``), forever."""
+    key, path = shared_key(), address_path(address)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(64)
+    if announce:
+        print(f"inference process ready at {address} ({policy.type}, batch "
+              f"{policy.batcher.size if policy.batcher is not None else 'off: one call at a time'})", flush=True)
+    while True:  # each connection is authenticated on its own thread, so a silent peer holds up nobody else
+        sock, _ = listener.accept()
+        threading.Thread(target=_connection, args=(policy, sock, key), daemon=True).start()
 
 
 def main(argv: list[str] | None = None) -> None:

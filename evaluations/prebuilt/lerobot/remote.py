@@ -4,19 +4,55 @@ shared key and the client. No torch, no checkpoint: what a thin server imports."
 from __future__ import annotations
 
 import os
+import socket
+import struct
 import threading
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 
 import numpy as np
 
-__all__ = ["KEY_ENV", "InferenceClient", "address_path", "shared_key"]
+__all__ = ["HANDSHAKE_TIMEOUT", "KEY_ENV", "InferenceClient", "address_path", "handshake", "shared_key"]
 
 #: The environment variable holding the shared key of a host's inference process and its thin servers.
 KEY_ENV = "RLMESH_INFERENCE_KEY"
 #: Seconds a thin server waits for its actions before the call fails (a forward pass of a VLA on a loaded CPU host
 #: takes seconds; an hour-long wait is a hung process, and the episode ends in error rather than hang with it).
 REPLY_TIMEOUT = 600.0
+#: Seconds a connection's opening (connect, and the HMAC challenge both ways) may take, on either side; a peer that
+#: connects and then says nothing holds nobody else up past this.
+HANDSHAKE_TIMEOUT = 10.0
+
+
+def _io_timeout(sock: socket.socket, seconds: float) -> None:
+    """Bound each blocking read and write on ``sock`` (``SO_RCVTIMEO``/``SO_SNDTIMEO``; 0: no bound): the fd stays
+    blocking, as :class:`multiprocessing.connection.Connection` needs, and a stalled peer raises OSError."""
+    value = struct.pack("ll", int(seconds), int((seconds % 1) * 1_000_000))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+
+
+def handshake(sock: socket.socket, key: bytes, *, server: bool) -> Connection:
+    """``sock`` (connected, blocking) as an authenticated Connection: the HMAC challenge both ways, as
+    ``multiprocessing``'s Listener/Client run it, within :data:`HANDSHAKE_TIMEOUT`; afterwards reads and writes are
+    unbounded (the caller bounds a reply with ``poll``). Raises AuthenticationError, OSError or EOFError; ``sock``
+    is closed then."""
+    sock.settimeout(None)
+    _io_timeout(sock, HANDSHAKE_TIMEOUT)
+    conn = Connection(sock.detach())
+    try:
+        if server:
+            deliver_challenge(conn, key)
+            answer_challenge(conn, key)
+        else:
+            answer_challenge(conn, key)
+            deliver_challenge(conn, key)
+        with socket.socket(fileno=os.dup(conn.fileno())) as same:  # the options belong to the socket, not the fd
+            _io_timeout(same, 0)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def address_path(address: str) -> str:
@@ -49,7 +85,14 @@ class InferenceClient:
         with self._lock:
             try:
                 if self._conn is None:
-                    self._conn = Client(self.path, family="AF_UNIX", authkey=self.key)
+                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    try:
+                        sock.settimeout(HANDSHAKE_TIMEOUT)
+                        sock.connect(self.path)
+                    except BaseException:
+                        sock.close()
+                        raise
+                    self._conn = handshake(sock, self.key, server=False)
                 self._conn.send(request)
                 if not self._conn.poll(REPLY_TIMEOUT):
                     raise TimeoutError(f"no answer within {REPLY_TIMEOUT:g} s")

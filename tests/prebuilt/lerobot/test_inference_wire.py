@@ -1,0 +1,79 @@
+"""The host inference process's wire (prebuilt.lerobot.inference / .remote), with a stand-in policy (no torch): a
+silent peer holds up nobody, a wrong key is refused and the process goes on, a thin client gets its episode's
+actions, and an episode whose queues were dropped is an error, never a silent restart."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from evaluations.prebuilt.lerobot import inference, remote
+
+
+class OneCallPolicy:
+    """Like a non-batching LeRobotPolicy: one action per call, counted per episode in its state."""
+
+    batcher = None
+
+    def predict(self, observation, context):
+        state = context["state"]
+        state["calls"] = state.get("calls", 0) + 1
+        return np.array([observation["x"], state["calls"], context["episode_seed"] or 0], dtype=np.float32)
+
+
+@pytest.fixture
+def served(tmp_path, monkeypatch):
+    monkeypatch.setenv(remote.KEY_ENV, "k" * 32)
+    monkeypatch.setattr(remote, "HANDSHAKE_TIMEOUT", 1.0)
+    address = f"unix://{tmp_path}/inference.sock"
+    threading.Thread(target=inference.listen, args=(address, OneCallPolicy()), daemon=True).start()
+    deadline = time.monotonic() + 5
+    while not (tmp_path / "inference.sock").exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return address
+
+
+def test_a_thin_client_gets_its_episodes_actions_and_a_silent_peer_holds_up_nobody(served):
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(served.removeprefix("unix://"))  # connects, then never answers the challenge
+    try:
+        client = remote.InferenceClient(served)
+        t0 = time.monotonic()
+        (first,) = client.actions("ep-a", 7, {"x": 1.5})
+        assert time.monotonic() - t0 < 0.9  # not behind the silent peer's handshake
+        assert first.tolist() == [1.5, 1.0, 7.0]
+        assert client.actions("ep-a", 7, {"x": 2.0})[0].tolist() == [2.0, 2.0, 7.0]  # its own queue goes on
+        assert client.actions("ep-b", 8, {"x": 0.0})[0].tolist() == [0.0, 1.0, 8.0]  # a new episode starts afresh
+    finally:
+        silent.close()
+
+
+def test_a_wrong_key_is_refused_and_the_process_goes_on(served, monkeypatch):
+    monkeypatch.setenv(remote.KEY_ENV, "wrong")
+    with pytest.raises(RuntimeError, match="unreachable: AuthenticationError"):
+        remote.InferenceClient(served).actions("ep", 0, {"x": 0.0})
+    monkeypatch.setenv(remote.KEY_ENV, "k" * 32)
+    assert remote.InferenceClient(served).actions("ep", 0, {"x": 3.0})[0][0] == 3.0
+
+
+def test_an_episode_whose_queues_were_dropped_is_an_error_not_a_restart(served):
+    client = remote.InferenceClient(served)
+    client.actions("old", 0, {"x": 0.0})
+    for i in range(inference.EPISODES_PER_CONNECTION):
+        client.actions(f"new-{i}", 0, {"x": 0.0})
+    with pytest.raises(RuntimeError, match="dropped by its connection's later episodes"):
+        client.actions("old", 0, {"x": 0.0})
+    assert client.actions("new-3", 0, {"x": 0.0})[0][1] == 2.0  # the kept ones go on
+
+
+def test_a_process_that_is_not_there_fails_the_call_at_once(tmp_path, monkeypatch):
+    monkeypatch.setenv(remote.KEY_ENV, "k")
+    with pytest.raises(RuntimeError, match="unreachable"):
+        remote.InferenceClient(f"unix://{tmp_path}/none.sock").actions("ep", 0, {"x": 0.0})
+    with pytest.raises(ValueError, match="unix://"):
+        remote.address_path("127.0.0.1:5")
