@@ -1,5 +1,7 @@
 """An rlmesh model whose ``predict`` takes 200 ms and logs when it ran, one JSON line ``[thread, start, end]`` per
-call to ``$SLOW_MODEL_LOG``: to see whether a model server runs the predicts of concurrent sessions at once."""
+call to ``$SLOW_MODEL_LOG``: to see whether a model server runs the predicts of concurrent sessions at once. It also
+declares rlmesh's batched corner, ``predict_batch``, which logs ``[thread, start, end, lanes]``: to see whether the
+server fuses concurrent sessions' predicts into one batched call."""
 
 from __future__ import annotations
 
@@ -25,3 +27,11 @@ class SlowModel(rlmesh.numpy.Model):
         self.log.write(json.dumps([threading.get_ident(), t0, time.monotonic()]) + "\n")
         self.log.flush()
         return np.int64(0)
+
+    def predict_batch(self, observations):
+        t0 = time.monotonic()
+        time.sleep(0.2)
+        lanes = int(np.asarray(observations).shape[0])
+        self.log.write(json.dumps([threading.get_ident(), t0, time.monotonic(), lanes]) + "\n")
+        self.log.flush()
+        return np.zeros(lanes, dtype=np.int64)

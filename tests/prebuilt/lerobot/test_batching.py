@@ -286,8 +286,8 @@ def test_workers_1_and_4_give_the_same_libero_episodes_through_the_platform(tena
 @pytest.mark.timeout(120)
 def test_rlmesh_model_servers_run_one_sessions_predict_at_a_time(tmp_path):
     """Why batching through the platform sees one row per pass (docs/running/scaling.md): rlmesh 0.1.0's model
-    server runs the predicts of two concurrent sessions one after the other. When this fails, rlmesh overlaps them
-    and the shared server's batcher can gather them: measure again."""
+    server runs the predicts of two concurrent sessions one after the other, and never fuses them into the
+    ``predict_batch`` the model declares. When this fails, rlmesh overlaps or fuses them: measure again."""
     import os
     import socket
     import sys
@@ -329,3 +329,6 @@ def test_rlmesh_model_servers_run_one_sessions_predict_at_a_time(tmp_path):
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(calls) >= 10 and len({c[0] for c in calls}) == 2  # both sessions' calls, from two threads
     assert not [(a, b) for a in calls for b in calls if a is not b and a[1] < b[2] and b[1] < a[2]]  # none overlap
+    # Nor are they fused: the model declares predict_batch, and every call is still one session's predict
+    # (docs/running/scaling.md: why an rlmesh image's batched corners are not batched across shards).
+    assert all(len(c) == 3 for c in calls)
