@@ -28,7 +28,7 @@ class OneCallPolicy:
 @pytest.fixture
 def served(tmp_path, monkeypatch):
     monkeypatch.setenv(remote.KEY_ENV, "k" * 32)
-    monkeypatch.setattr(remote, "HANDSHAKE_TIMEOUT", 1.0)
+    monkeypatch.setattr(remote, "HANDSHAKE_TIMEOUT", 5.0)
     address = f"unix://{tmp_path}/inference.sock"
     threading.Thread(target=inference.listen, args=(address, OneCallPolicy()), daemon=True).start()
     deadline = time.monotonic() + 5
@@ -45,7 +45,7 @@ def test_a_thin_client_gets_its_episodes_actions_and_a_silent_peer_holds_up_nobo
         client = remote.InferenceClient(served)
         t0 = time.monotonic()
         (first,) = client.actions("ep-a", 7, {"x": 1.5})
-        assert time.monotonic() - t0 < 0.9  # not behind the silent peer's handshake
+        assert time.monotonic() - t0 < 4.0  # not behind the silent peer's handshake (5 s)
         assert first.tolist() == [1.5, 1.0, 7.0]
         assert client.actions("ep-a", 7, {"x": 2.0})[0].tolist() == [2.0, 2.0, 7.0]  # its own queue goes on
         assert client.actions("ep-b", 8, {"x": 0.0})[0].tolist() == [0.0, 1.0, 8.0]  # a new episode starts afresh
