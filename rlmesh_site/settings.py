@@ -380,6 +380,8 @@ RLMESH_MODEL_BATCH_WAIT_MS = env_float("RLMESH_MODEL_BATCH_WAIT_MS", 10.0)
 #: torch's CPU threads in every LeRobot model server and inference process (0: torch's default, one per core). It
 #: fixes a CPU episode's bits, so it is recorded on the workload (``threads``) and does not follow the host's cores.
 RLMESH_MODEL_THREADS = env_int("RLMESH_MODEL_THREADS", 1)
+#: A host inference process with a request in flight this long is wedged: the next shard to lease it kills it.
+RLMESH_INFERENCE_STALL_SECONDS = env_float("RLMESH_INFERENCE_STALL_SECONDS", 600.0)
 RLMESH_LOCAL_FORKSERVER = env_bool("RLMESH_LOCAL_FORKSERVER", True)  # fork local servers: runtime.forkserver
 RLMESH_LIBERO_FORKSERVER = env_bool("RLMESH_LIBERO_FORKSERVER", True)  # state-only LIBERO envs: runtime.zygote
 RLMESH_TCP_NODELAY = env_bool("RLMESH_TCP_NODELAY", True)  # on local TCP listeners: docs/working/image-transport.md

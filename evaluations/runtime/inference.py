@@ -5,7 +5,8 @@ at a time, so only separate servers calling one process concurrently meet in its
 
 The shard sees one :class:`BatchedModel`: its address is the thin server's; it is alive while both processes are;
 stopping it stops the thin server and releases the lease (the last lease stops the inference process); the batch
-sizes seen are the inference process's. The key the two share (``RLMESH_INFERENCE_KEY``) is derived from the site's
+sizes seen are the inference process's. A process found running is pinged before it is leased: one that does not
+answer, or has had a request in flight past ``RLMESH_INFERENCE_STALL_SECONDS``, is killed and another started. The key the two share (``RLMESH_INFERENCE_KEY``) is derived from the site's
 ``SECRET_KEY`` and the registry key, so every worker process of the host derives the same one and it is never
 written down.
 """
@@ -19,11 +20,11 @@ import uuid
 from django.conf import settings
 
 from ..prebuilt.lerobot.entry import LEROBOT_SOURCE
-from ..prebuilt.lerobot.remote import KEY_ENV
+from ..prebuilt.lerobot.remote import KEY_ENV, InferenceClient
 from . import shared
 from .base import ServedEndpoint, ServerSpec
 
-__all__ = ["BatchedModel", "batches", "start"]
+__all__ = ["BatchedModel", "batches", "responsive", "start"]
 
 
 def batches(spec: ServerSpec) -> bool:
@@ -60,6 +61,18 @@ class BatchedModel(ServedEndpoint):
         return self.thin.log_tail(lines) + (f"\n-- the host's inference process:\n{hub}" if hub else "")
 
 
+def responsive(address: str, key: bytes) -> bool:
+    """Whether the inference process at ``address`` answers a ping within ``HANDSHAKE_TIMEOUT`` and has had no
+    request in flight for longer than ``RLMESH_INFERENCE_STALL_SECONDS``."""
+    client = InferenceClient(address, key)
+    try:
+        return client.ping() <= settings.RLMESH_INFERENCE_STALL_SECONDS
+    except RuntimeError:
+        return False
+    finally:
+        client.close()
+
+
 def start(key: str, spec: ServerSpec, backend, name: str, on_hub_started) -> BatchedModel:
     """The shard's :class:`BatchedModel` for ``spec`` (:func:`batches` true) on the local ``backend``: a lease on the
     inference process ``key`` (started now when none runs on the host, then passed to ``on_hub_started(server)``)
@@ -79,7 +92,12 @@ def start(key: str, spec: ServerSpec, backend, name: str, on_hub_started) -> Bat
         return server
 
     # Workers that derive another key (another SECRET_KEY, mid-deploy) get a process of their own.
-    hub = shared.acquire(f"{key}-{hashlib.sha256(secret.encode()).hexdigest()[:8]}", start_hub)
+    registry = f"{key}-{hashlib.sha256(secret.encode()).hexdigest()[:8]}"
+    hub = shared.acquire(registry, start_hub)
+    if hub.ready_seconds == 0.0 and not responsive(hub.address, secret.encode()):
+        # Running but wedged (a forward pass that never returns): the shards leasing it would time out forever.
+        hub.kill()
+        hub = shared.acquire(registry, start_hub)
     try:
         thin = backend.start(ServerSpec("model", spec.source, {"inference": hub.address}, secrets=secrets), name=name)
     except BaseException:

@@ -113,6 +113,21 @@ class SharedServer(ServedEndpoint):
             shutil.rmtree(self._sock_dir, ignore_errors=True)
 
 
+    def kill(self) -> None:
+        """Kill the server whatever leases it has (it is wedged: every lease on it is useless) and forget it, so the
+        next :func:`acquire` starts another; the other shards see it gone and restart their model."""
+        with _registry(self.key) as state:
+            if state and state.get("pid") == self.pid:
+                state.clear()
+        self._released = True
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self._sock_dir:
+            shutil.rmtree(self._sock_dir, ignore_errors=True)
+
+
 def _holder(lease) -> int:
     """The pid holding ``lease`` (``"<pid>:<token>"``; a bare pid in registries of older versions)."""
     return int(str(lease).split(":", 1)[0])

@@ -142,3 +142,85 @@ def test_a_server_gone_right_after_it_became_ready_is_not_recorded_as_alive(sett
     with pytest.raises(RuntimeBackendError, match="exited right after it became ready"):
         shared.acquire("k2", Started)
     assert not (tmp_path / "shared" / "k2.json").exists()
+
+
+def test_a_wedged_process_found_running_is_killed_and_another_started(settings, monkeypatch):
+    from evaluations.runtime import shared
+
+    class Lease(Fake):
+        def __init__(self, ready):
+            super().__init__()
+            self.ready_seconds, self.killed = ready, 0
+
+        def kill(self):
+            self.killed += 1
+
+    reused, fresh = Lease(0.0), Lease(2.0)
+    leases = iter([reused, fresh])
+    monkeypatch.setattr(shared, "acquire", lambda key, start: next(leases))
+    monkeypatch.setattr(inference, "responsive", lambda address, key: False)
+
+    class Backend:
+        def start(self, spec, *, name):
+            return Fake("127.0.0.1:9")
+
+    model = inference.start("model-1-abc", ServerSpec("model", LEROBOT_SOURCE, {"batch": 4}), Backend(), "s-model",
+                            lambda server: None)
+    assert reused.killed == 1 and model.hub is fresh  # a fresh one is never pinged: it has just loaded
+
+
+def test_responsive_asks_the_process_and_reads_a_stall(settings, monkeypatch):
+    calls = []
+
+    class Client:
+        def __init__(self, address, key):
+            calls.append((address, key))
+
+        def ping(self):
+            return self.stalled
+
+        def close(self):
+            calls.append("closed")
+
+    settings.RLMESH_INFERENCE_STALL_SECONDS = 60
+    monkeypatch.setattr(inference, "InferenceClient", Client)
+    Client.stalled = 5.0
+    assert inference.responsive("unix:///x", b"k") and calls == [("unix:///x", b"k"), "closed"]
+    Client.stalled = 61.0
+    assert not inference.responsive("unix:///x", b"k")
+
+    def unreachable(self):
+        raise RuntimeError("the host's inference process is unreachable")
+
+    Client.ping = unreachable
+    assert not inference.responsive("unix:///x", b"k")
+
+
+def test_killing_a_shared_server_ends_it_whatever_its_leases_and_the_next_lease_starts_another(settings, tmp_path):
+    import subprocess
+
+    from evaluations.runtime import shared
+
+    settings.RLMESH_RUN_DIR = str(tmp_path)
+    procs = []
+
+    class Started:
+        def __init__(self):
+            procs.append(subprocess.Popen(["sleep", "30"], start_new_session=True))
+            self.proc, self.address, self.log_path = procs[-1], "unix:///x", tmp_path / "s.log"
+            self.ready_seconds, self._sock_dir = 0.1, None
+
+    try:
+        first = shared.acquire("w", Started)
+        other = shared.acquire("w", Started)  # another shard's lease on the same process
+        other.kill()
+        assert procs[0].wait(timeout=5) == -9
+        assert not first.alive()  # the shard holding it sees it gone and restarts its model
+        again = shared.acquire("w", Started)
+        assert len(procs) == 2 and again.pid == procs[1].pid and again.alive()
+        again.stop()
+        first.stop()  # its server was replaced meanwhile: nothing of the new one is touched
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

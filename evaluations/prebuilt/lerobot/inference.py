@@ -28,6 +28,7 @@ import argparse
 import json
 import sys
 import threading
+import time
 import os
 import socket
 from collections import OrderedDict
@@ -43,9 +44,40 @@ __all__ = ["KEY_ENV", "InferenceClient", "listen", "serve"]
 EPISODES_PER_CONNECTION = 4
 
 
+class InFlight:
+    """The start times of the requests being answered, by thread: how long the oldest has been in the process (a
+    wedged forward pass, seen from outside by a ping)."""
+
+    def __init__(self):
+        self._started: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    def __enter__(self):
+        with self._lock:
+            self._started[threading.get_ident()] = time.monotonic()
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._started.pop(threading.get_ident(), None)
+
+    def oldest_seconds(self) -> float:
+        with self._lock:
+            return time.monotonic() - min(self._started.values()) if self._started else 0.0
+
+
+IN_FLIGHT = InFlight()
+
+
 def _answer(policy, request: dict, episodes: OrderedDict, ended: set) -> dict:
     """The reply to one request of a connection whose episodes' states are ``episodes`` (the latest few) and whose
-    evicted episodes are ``ended``."""
+    evicted episodes are ``ended``; a ping is answered with how long the oldest request in flight has taken."""
+    if request.get("ping"):
+        return {"stalledSeconds": IN_FLIGHT.oldest_seconds()}
+    with IN_FLIGHT:
+        return _act(policy, request, episodes, ended)
+
+
+def _act(policy, request: dict, episodes: OrderedDict, ended: set) -> dict:
     if policy.batcher is not None:
         return {"actions": np.stack(policy.chunk_actions(request["observation"]))}
     episode = request["episode"]

@@ -74,14 +74,26 @@ class InferenceClient:
     """A thin server's connection to the host's inference process at ``address`` (``unix://…``); opened on first
     use, again after a failure. :meth:`actions` raises RuntimeError with the process's error or the broken link."""
 
-    def __init__(self, address: str):
-        self.path, self.key = address_path(address), shared_key()
+    def __init__(self, address: str, key: bytes | None = None):
+        self.path, self.key = address_path(address), key or shared_key()
         self._conn = None
         self._lock = threading.Lock()
+
+    def ping(self, timeout: float = HANDSHAKE_TIMEOUT) -> float:
+        """Seconds the oldest request the process is working on has been in it (0.0 when idle), asked on a
+        connection of its own and answered without the policy; RuntimeError when the process does not answer
+        within ``timeout``."""
+        reply = self._call({"ping": True}, timeout)
+        return float(reply["stalledSeconds"])
 
     def actions(self, episode: str, seed, observation: dict) -> list[np.ndarray]:
         """The episode's next actions (the module docstring): a list of float32 (7,) arrays, at least one."""
         request = {"episode": episode, "seed": None if seed is None else int(seed), "observation": observation}
+        reply = self._call(request, REPLY_TIMEOUT)
+        actions = np.asarray(reply["actions"], dtype=np.float32)
+        return list(actions)
+
+    def _call(self, request: dict, timeout: float) -> dict:
         with self._lock:
             try:
                 if self._conn is None:
@@ -94,16 +106,19 @@ class InferenceClient:
                         raise
                     self._conn = handshake(sock, self.key, server=False)
                 self._conn.send(request)
-                if not self._conn.poll(REPLY_TIMEOUT):
-                    raise TimeoutError(f"no answer within {REPLY_TIMEOUT:g} s")
+                if not self._conn.poll(timeout):
+                    raise TimeoutError(f"no answer within {timeout:g} s")
                 reply = self._conn.recv()
             except (OSError, EOFError, TimeoutError, AuthenticationError) as exc:
                 self._drop()
                 raise RuntimeError(f"the host's inference process is unreachable: {type(exc).__name__}: {exc}") from None
         if "error" in reply:
             raise RuntimeError(f"the host's inference process failed: {reply['error']}")
-        actions = np.asarray(reply["actions"], dtype=np.float32)
-        return list(actions)
+        return reply
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
 
     def _drop(self) -> None:
         if self._conn is not None:

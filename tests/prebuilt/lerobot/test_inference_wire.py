@@ -77,3 +77,30 @@ def test_a_process_that_is_not_there_fails_the_call_at_once(tmp_path, monkeypatc
         remote.InferenceClient(f"unix://{tmp_path}/none.sock").actions("ep", 0, {"x": 0.0})
     with pytest.raises(ValueError, match="unix://"):
         remote.address_path("127.0.0.1:5")
+
+
+def test_a_ping_says_how_long_the_oldest_request_has_been_in_the_process(tmp_path, monkeypatch):
+    """A wedged forward pass is seen from outside: a ping on a connection of its own is answered at once, with the
+    seconds the request in flight has taken (0 when idle)."""
+    monkeypatch.setenv(remote.KEY_ENV, "k" * 32)
+    release = threading.Event()
+
+    class Wedged(OneCallPolicy):
+        def predict(self, observation, context):
+            release.wait(10)
+            return super().predict(observation, context)
+
+    address = f"unix://{tmp_path}/inference.sock"
+    threading.Thread(target=inference.listen, args=(address, Wedged()), daemon=True).start()
+    while not (tmp_path / "inference.sock").exists():
+        time.sleep(0.01)
+    assert remote.InferenceClient(address).ping() == 0.0
+    stuck = threading.Thread(target=remote.InferenceClient(address).actions, args=("ep", 0, {"x": 0.0}), daemon=True)
+    stuck.start()
+    time.sleep(0.5)
+    try:
+        assert 0.4 < remote.InferenceClient(address).ping(timeout=2.0) < 5.0
+    finally:
+        release.set()
+        stuck.join(5)
+    assert remote.InferenceClient(address).ping() == 0.0
