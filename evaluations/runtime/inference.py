@@ -6,9 +6,9 @@ at a time, so only separate servers calling one process concurrently meet in its
 The shard sees one :class:`BatchedModel`: its address is the thin server's; it is alive while both processes are;
 stopping it stops the thin server and releases the lease (the last lease stops the inference process); the batch
 sizes seen are the inference process's. A process found running is pinged before it is leased: one that does not
-answer, or has had a request in flight past ``RLMESH_INFERENCE_STALL_SECONDS``, is killed and another started. The key the two share (``RLMESH_INFERENCE_KEY``) is derived from the site's
-``SECRET_KEY`` and the registry key, so every worker process of the host derives the same one and it is never
-written down.
+answer, or has had a request in flight past ``RLMESH_INFERENCE_STALL_SECONDS``, is killed and another started. The
+key the two share (``RLMESH_INFERENCE_KEY``) is derived from the site's ``SECRET_KEY`` and the registry key, so every
+worker process of the host derives the same one and it is never written down.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def start(key: str, spec: ServerSpec, backend, name: str, on_hub_started) -> Bat
     # Workers that derive another key (another SECRET_KEY, mid-deploy) get a process of their own.
     registry = f"{key}-{hashlib.sha256(secret.encode()).hexdigest()[:8]}"
     hub = shared.acquire(registry, start_hub)
-    if hub.ready_seconds == 0.0 and not responsive(hub.address, secret.encode()):
+    if hub.reused and not responsive(hub.address, secret.encode()):
         # Running but wedged (a forward pass that never returns): the shards leasing it would time out forever.
         hub.kill()
         hub = shared.acquire(registry, start_hub)

@@ -75,6 +75,8 @@ class SharedServer(ServedEndpoint):
         self.owner: int | None = state.get("owner")
         self.lease: str = state["leases"][-1] if state.get("leases") else ""
         self._sock_dir: str | None = state.get("sockDir")
+        #: Whether :func:`acquire` found it running (else it started it just now).
+        self.reused = False
         self._released = False
 
     def alive(self) -> bool:
@@ -104,26 +106,25 @@ class SharedServer(ServedEndpoint):
             if state["leases"]:
                 return
             state.clear()
-        if self.alive():
-            try:
-                os.killpg(self.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        if self._sock_dir:  # its socket's directory (the worker that started it may live on long after)
-            shutil.rmtree(self._sock_dir, ignore_errors=True)
-
+        self._end(signal.SIGTERM)
 
     def kill(self) -> None:
         """Kill the server whatever leases it has (it is wedged: every lease on it is useless) and forget it, so the
         next :func:`acquire` starts another; the other shards see it gone and restart their model."""
+        self._released = True
         with _registry(self.key) as state:
             if state and state.get("pid") == self.pid:
                 state.clear()
-        self._released = True
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        self._end(signal.SIGKILL)
+
+    def _end(self, sig: int) -> None:
+        """Send ``sig`` to the server's process group while it is still this server (its pid not reused), and
+        remove its socket's directory (the worker that started it may live on long after)."""
+        if self.alive():
+            try:
+                os.killpg(self.pid, sig)
+            except ProcessLookupError:
+                pass
         if self._sock_dir:
             shutil.rmtree(self._sock_dir, ignore_errors=True)
 
@@ -151,7 +152,9 @@ def acquire(key: str, start) -> SharedServer:
     with _registry(key) as state:
         if _alive(state):
             state["leases"] = [*state["leases"], _new_lease()]
-            return SharedServer(key, state, ready_seconds=0.0)
+            reused = SharedServer(key, state, ready_seconds=0.0)
+            reused.reused = True
+            return reused
         server = start()
         started = start_time(server.proc.pid)
         if started is None:  # gone already: recorded, a dead server would pass for alive (None == None)

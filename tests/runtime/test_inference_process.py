@@ -12,6 +12,8 @@ from evaluations.runtime.base import ServedEndpoint
 
 
 class Fake(ServedEndpoint):
+    reused = False  # as a lease on a process acquire() has just started
+
     def __init__(self, address="unix:///x/s.sock", owner=None, orphan=False, stats=None):
         self.address, self.ready_seconds, self.up, self.stopped = address, 1.5, True, 0
         self.owner, self._orphan, self.stats_path = owner, orphan, stats
@@ -148,14 +150,14 @@ def test_a_wedged_process_found_running_is_killed_and_another_started(settings, 
     from evaluations.runtime import shared
 
     class Lease(Fake):
-        def __init__(self, ready):
+        def __init__(self, reused):
             super().__init__()
-            self.ready_seconds, self.killed = ready, 0
+            self.reused, self.killed = reused, 0
 
         def kill(self):
             self.killed += 1
 
-    reused, fresh = Lease(0.0), Lease(2.0)
+    reused, fresh = Lease(True), Lease(False)
     leases = iter([reused, fresh])
     monkeypatch.setattr(shared, "acquire", lambda key, start: next(leases))
     monkeypatch.setattr(inference, "responsive", lambda address, key: False)
@@ -213,6 +215,7 @@ def test_killing_a_shared_server_ends_it_whatever_its_leases_and_the_next_lease_
     try:
         first = shared.acquire("w", Started)
         other = shared.acquire("w", Started)  # another shard's lease on the same process
+        assert other.reused and not first.reused
         other.kill()
         assert procs[0].wait(timeout=5) == -9
         assert not first.alive()  # the shard holding it sees it gone and restarts its model
