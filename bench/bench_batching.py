@@ -40,11 +40,25 @@ sys.path.insert(0, str(ROOT))
 INFERENCE = "evaluations.prebuilt.lerobot.inference"  # the host inference process's command line
 
 
-def build_checkpoint(root: Path) -> Path:
-    subprocess.run([str(ROOT / ".venv-lerobot/bin/python"), "tests/fixtures/build_tiny_lerobot.py", str(root), "act"],
-                   cwd=ROOT, check=True, capture_output=True, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin",
-                                                                   "HOME": str(root)})
-    return root / "tiny-act"
+#: What ``--model`` names: the checkpoint folder's name under ``RLMESH_LEROBOT_CHECKPOINTS``.
+MODELS = ("tiny-act", "smolvla-published")
+
+
+def build_checkpoint(root: Path, model: str = "tiny-act") -> tuple[Path, dict]:
+    """Build ``model``'s checkpoint under ``root`` (``root / model``); returns it and the settings the platform needs
+    to load it (SmolVLA: ``RLMESH_SMOLVLA_BACKBONE_DIR``, the backbone folder built beside it)."""
+    env = {"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(root)}
+    if model == "tiny-act":
+        subprocess.run([str(ROOT / ".venv-lerobot/bin/python"), "tests/fixtures/build_tiny_lerobot.py", str(root),
+                        "act"], cwd=ROOT, check=True, capture_output=True, env=env)
+        return root / model, {}
+    # Random weights at SmolVLA's published shape (450 M parameters; bench/bench_smolvla.py), served as a LeRobot
+    # checkpoint whose backbone an operator installs (docs/running/smolvla-weights.md).
+    built = Path(tempfile.mkdtemp(prefix="rlm-smolvla-"))
+    subprocess.run([str(ROOT / ".venv-lerobot/bin/python"), "bench/bench_smolvla.py", "build-published", str(built)],
+                   cwd=ROOT, check=True, capture_output=True, env=env)
+    (built / "policy").rename(root / model)
+    return root / model, {"RLMESH_SMOLVLA_BACKBONE_DIR": str(built / "backbone")}
 
 
 def server_rss() -> tuple[int, int]:
@@ -68,10 +82,11 @@ def host() -> dict:
 
 
 def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: int, batch: int,
-         wait_ms: float = 10.0) -> dict:
+         wait_ms: float = 10.0, model: str = "tiny-act", settings: dict | None = None,
+         request_timeout: float | None = None) -> dict:
     from tests.support.live import LivePlatform
 
-    env = {"RLMESH_LEROBOT_CHECKPOINTS": str(checkpoints),
+    env = {**(settings or {}), "RLMESH_LEROBOT_CHECKPOINTS": str(checkpoints),
            "RLMESH_SHARE_MODEL_SERVERS": "False" if mode == "per-shard" else "True",
            "RLMESH_MODEL_BATCH": str(batch if mode == "batched" else 0), "RLMESH_MODEL_BATCH_WAIT_MS": str(wait_ms)}
     live = LivePlatform(Path(tempfile.mkdtemp(prefix="rlm-batching-")), **env).prepare()
@@ -87,11 +102,13 @@ def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: i
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     try:
-        model = "prebuilt/libero-expert" if mode == "expert" else "prebuilt/lerobot/tiny-act"
+        model = "prebuilt/libero-expert" if mode == "expert" else f"prebuilt/lerobot/{model}"
         task = {"env": "prebuilt/libero", "taskId": "libero_object/0", "episodes": episodes, "seed": 0,
                 "workers": workers, "record": "none", "params": {"cameras": "both"}}
         if mode != "expert":  # the expert runs its episodes to the end (success); random weights to the cap
             task["maxSteps"] = max_steps
+        if request_timeout:  # a pass of n rows of a large model on a CPU can outlast the 30 s default
+            task["requestTimeoutSeconds"] = request_timeout
         body = {"name": f"batching {mode} workers {workers}", "models": [model], "tasks": [task]}
         t0 = time.monotonic()
         r = live.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
@@ -136,14 +153,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--batch-wait-ms", type=float, default=10.0, help="RLMESH_MODEL_BATCH_WAIT_MS of the batched mode")
     p.add_argument("--skip-lerobot-loop", action="store_true")
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    p.add_argument("--model", default="tiny-act", choices=MODELS,
+                   help="the LeRobot checkpoint: the tiny ACT, or SmolVLA at its published size with random weights")
+    p.add_argument("--request-timeout", type=float, help="the tasks' requestTimeoutSeconds (default: the platform's, 30)")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     checkpoints = Path(tempfile.mkdtemp(prefix="rlm-tiny-"))
-    build_checkpoint(checkpoints)
+    folder, settings = build_checkpoint(checkpoints, args.model)
     rows = []
     for workers in args.workers:
         for mode in args.modes:
-            row = cell(checkpoints, mode, workers, args.episodes, args.max_steps, args.batch, args.batch_wait_ms)
+            row = cell(checkpoints, mode, workers, args.episodes, args.max_steps, args.batch, args.batch_wait_ms,
+                       args.model, settings, args.request_timeout)
             rows.append(row)
             print(f"{mode:>9} workers {workers}: {row['wallSeconds']:6.1f} s  {row['episodesPerHour']:7.1f} eps/h  "
                   f"model RSS {row['modelServerPeakRssMB']} MB (all servers {row['allServersPeakRssMB']} MB)  "
@@ -154,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     import os
 
     threads = int(os.environ.get("RLMESH_MODEL_THREADS", "1"))
-    loops = [] if args.skip_lerobot_loop else [lerobot_loop(checkpoints / "tiny-act", args.episodes, args.max_steps, t)
+    loops = [] if args.skip_lerobot_loop else [lerobot_loop(folder, args.episodes, args.max_steps, t)
                                                for t in dict.fromkeys([threads, 0])]
     for loop in loops:
         print(f"LeRobot's loop ({loop['threads']} threads): {loop['wallSeconds']:6.1f} s  "

@@ -4,6 +4,10 @@ test). Runs in .venv-lerobot::
     .venv-lerobot/bin/python bench/bench_smolvla.py tiny [chunks]
     .venv-lerobot/bin/python bench/bench_smolvla.py published [chunks]
     .venv-lerobot/bin/python bench/bench_smolvla.py <policy dir> <backbone dir> [chunks]
+    .venv-lerobot/bin/python bench/bench_smolvla.py build-published <out dir>
+
+``build-published`` only builds the published-shape checkpoint into ``<out dir>/policy`` and ``<out dir>/backbone``
+(bench/bench_batching.py ``--model smolvla-published`` serves it through the platform).
 
 ``tiny`` builds the tests' random checkpoint (tests/fixtures/build_tiny_smolvla.py) in a temp dir; ``published`` builds
 random weights at the published shape (SmolVLM2-500M's text and vision sizes, 16 VLM layers kept, chunk 50, 10
@@ -108,4 +112,7 @@ def main(argv: list[str]) -> None:
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    main(sys.argv)
+    if sys.argv[1] == "build-published":
+        print(json.dumps({k: str(v) for k, v in zip(("policy", "backbone"), _published(Path(sys.argv[2])))}))
+    else:
+        main(sys.argv)

@@ -373,7 +373,7 @@ RLMESH_PYTHON_ENVS = {n: os.environ.get(f"RLMESH_{n.upper()}_PYTHON", str(BASE_D
 from rlmesh_site.weights import *  # noqa: E402, F403
 #: The shards of an evaluation on a host that run one model share its server (rlmesh model servers take many sessions).
 RLMESH_SHARE_MODEL_SERVERS = env_bool("RLMESH_SHARE_MODEL_SERVERS", True)
-#: Rows of every forward pass of a batching model server (LeRobot ACT; 0: one call at a time) and the most ms a
+#: Rows of every forward pass of a batching model server (LeRobot ACT and SmolVLA; 0: one call at a time) and the most ms a
 #: request waits for others: docs/running/scaling.md. The batch shape is recorded on the workload (it fixes the bits).
 RLMESH_MODEL_BATCH = env_int("RLMESH_MODEL_BATCH", 0)
 RLMESH_MODEL_BATCH_WAIT_MS = env_float("RLMESH_MODEL_BATCH_WAIT_MS", 10.0)

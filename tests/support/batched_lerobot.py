@@ -33,7 +33,8 @@ def observation(episode: int, step: int) -> dict:
     return {"pixels": {"image": rng.integers(0, 256, (256, 256, 3), dtype=np.uint8),
                        "image2": rng.integers(0, 256, (256, 256, 3), dtype=np.uint8)},
             "agent_pos": rng.standard_normal(8).astype(np.float32),
-            "instruction": np.array(f"pick up object {episode % 3}")}
+            # prompts of three lengths: a batched VLA must not let a row's prompt depend on its neighbours'
+            "instruction": np.array(" ".join(["pick", "up", "the", "object"] + ["and", "put", "it", "down"][: episode % 3]))}
 
 
 def main() -> None:

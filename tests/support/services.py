@@ -114,17 +114,18 @@ class RedisServer:
 
 @contextmanager
 def scaled_platform(root: Path, hosts: Sequence[str | None] = (), *, beat: bool = False, web: bool = True,
-                    concurrency: int | None = None) -> Iterator[LivePlatform]:
+                    concurrency: int | None = None, **extra_env: str) -> Iterator[LivePlatform]:
     """The platform as deployed at scale, under ``root``: PostgreSQL and Redis started here on private ports
     (``platform.postgres``, ``platform.redis``), migrated and seeded (``platform.api_key``), gunicorn unless
     ``web=False``, one Celery worker per entry of ``hosts`` (a name stands for a separate host, ``None`` for this one)
-    and the beat if ``beat``. Everything is stopped on exit."""
+    and the beat if ``beat``; ``extra_env``: settings of the web server and the workers. Everything is stopped on
+    exit."""
     postgres = PostgresServer().start()
     redis = None
     platform = None
     try:
         redis = RedisServer(root / "redis").start()
-        platform = LivePlatform(root / "var", DATABASE_URL=postgres.url, CELERY_BROKER_URL=redis.url)
+        platform = LivePlatform(root / "var", **extra_env, DATABASE_URL=postgres.url, CELERY_BROKER_URL=redis.url)
         platform.postgres, platform.redis = postgres, redis
         platform.prepare()
         if web:

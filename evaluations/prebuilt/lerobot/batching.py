@@ -34,12 +34,12 @@ from pathlib import Path
 
 __all__ = ["BATCHED_TYPES", "STATS_ENV", "ChunkBatcher", "batchable", "read_stats"]
 
-#: LeRobot types whose chunk is a pure function of the current observation, so ``predict_action_chunk`` batches
-#: them row by row: ACT. Served one call at a time: types that keep an observation history inside the policy
-#: (diffusion, VQ-BeT, TD-MPC), and the VLAs whose prompt tokens are padded to the longest prompt of the batch
-#: (SmolVLA's ``pad_language_to="longest"``; π0 and π0.5 do not load here), which would make a row depend on its
-#: neighbours' prompts.
-BATCHED_TYPES = frozenset({"act"})
+#: LeRobot types whose chunk is a pure function of the current observation (and, for SmolVLA, of noise the caller
+#: passes per row), so ``predict_action_chunk`` batches them row by row: ACT, and SmolVLA with its prompt tokenized
+#: to a fixed length (its checkpoints pad to the batch's longest prompt, which would make a row depend on its
+#: neighbours' prompts; :mod:`.policy` overrides that when batching). Served one call at a time: types that keep an
+#: observation history inside the policy (diffusion, VQ-BeT, TD-MPC); π0 and π0.5 do not load here.
+BATCHED_TYPES = frozenset({"act", "smolvla"})
 #: The environment variable naming the file where a model server keeps the batch sizes it has seen (JSON
 #: ``{"calls": {rows: count}, "size": n, "seconds": s}``); set by the platform's local runtime.
 STATS_ENV = "RLMESH_MODEL_STATS"

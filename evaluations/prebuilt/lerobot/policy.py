@@ -19,6 +19,11 @@ so an episode's actions depend on its seed alone, whatever other episodes ran in
 episode keeps its own chunk of actions; one that needs a new chunk sends its preprocessed observation to a
 :class:`~.batching.ChunkBatcher`, which runs ``predict_action_chunk`` on ``n`` rows at once (the free rows padded),
 so concurrent episodes share forward passes and each episode's actions stay the same whatever it was batched with.
+SmolVLA batches too, with two things held per row that its own ``select_action`` takes from the batch: its prompt
+is tokenized to the fixed ``tokenizer_max_length`` (``padding="max_length"`` instead of the checkpoint's
+``"longest"``, which pads a batch to its longest prompt and so would make a row depend on its neighbours' prompts),
+and its flow-matching noise is drawn from a generator of (episode seed, chunk's first step) and passed in as the
+row's ``noise`` (SmolVLA otherwise draws one noise tensor for the whole batch from torch's global generator).
 
 **Through the host's inference process** (``inference="unix://…"``, :mod:`.inference`): the server loads no
 checkpoint; each episode's calls go to the one process of the host that holds the weights (and the batcher), which
@@ -36,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import rlmesh
 
-from .batching import STATS_ENV, ChunkBatcher, batchable
+from .batching import BATCHED_TYPES, STATS_ENV, ChunkBatcher, batchable
 from .checkpoints import HUB_FOLDERS, SETTING, inspect, patched_transformers_env
 from .smolvla import OFFLINE_ENV, instruction_of, pin_threads
 
@@ -47,6 +52,10 @@ QUEUE_ATTRS = ("_queues", "_action_queue")
 #: The backbone weights ACT, Diffusion Policy and VQ-BeT would fetch from torchvision when built; a checkpoint
 #: carries its trained backbone.
 BACKBONE_INIT = "pretrained_backbone_weights"
+#: Batched types whose chunk starts from noise (flow matching): each row gets its own, from its episode's seed.
+NOISE_TYPES = frozenset({"smolvla"})
+#: Where a batched row carries its noise to :meth:`LeRobotPolicy._chunks` (not a LeRobot batch key).
+NOISE_KEY = "rlmesh.noise"
 
 
 class LeRobotPolicy(rlmesh.numpy.Model):
@@ -91,7 +100,8 @@ class LeRobotPolicy(rlmesh.numpy.Model):
         self.torch_device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.rename = json.loads(rename_map) if rename_map else camera_map(report["inputs"])
         self.type = report["type"]
-        self.policy, self.preprocessor, self.postprocessor = _build(path, self.type, self.torch_device)
+        batched = int(batch) >= 1 and self.type in BATCHED_TYPES
+        self.policy, self.preprocessor, self.postprocessor = _build(path, self.type, self.torch_device, batched)
         self.device = None  # numpy model: rlmesh moves nothing; the preprocessor's device step does
         self._lock = threading.Lock()
         if int(batch) >= 1 and batchable(self.type, self.policy.config):
@@ -118,7 +128,7 @@ class LeRobotPolicy(rlmesh.numpy.Model):
         if self.policy is None:
             raise RuntimeError("no checkpoint loaded: load(folder=…) names one")
         if self.batcher is not None:
-            return self._batched_predict(observation, episode)
+            return self._batched_predict(observation, episode, context)
         with self._lock, self.torch.inference_mode():
             if "queues" not in episode:
                 self.policy.reset()
@@ -134,21 +144,40 @@ class LeRobotPolicy(rlmesh.numpy.Model):
             action = self.postprocessor(self.policy.select_action(self.preprocessor(self.batch(observation))))
         return np.clip(action.reshape(-1).float().cpu().numpy(), -1.0, 1.0).astype(np.float32)
 
-    def _batched_predict(self, observation, episode: dict):
+    def _batched_predict(self, observation, episode: dict, context=None):
         """The next action of the episode's own chunk; a new chunk from the batcher when it is used up. As
         ``select_action`` does: the first ``n_action_steps`` of the chunk, each postprocessed when it is taken."""
         from collections import deque
 
         actions = episode.setdefault("actions", deque())
         if not actions:
-            actions.extend(self.chunk_actions(observation))
+            actions.extend(self.next_chunk(observation, episode, context))
         return actions.popleft()
 
-    def chunk_actions(self, observation) -> list[np.ndarray]:
+    def next_chunk(self, observation, episode: dict, context=None) -> list[np.ndarray]:
+        """:meth:`chunk_actions` for the episode whose state is ``episode`` (its seed, from ``context``'s
+        ``episode_seed`` on its first chunk, default 0; and the step its next chunk starts at, counted here)."""
+        if "seed" not in episode:
+            seed = context.get("episode_seed") if context is not None else None
+            episode["seed"], episode["step"] = int(seed) if seed is not None else 0, 0
+        actions = self.chunk_actions(observation, episode["seed"], episode["step"])
+        episode["step"] += len(actions)
+        return actions
+
+    def chunk_actions(self, observation, seed: int = 0, step: int = 0) -> list[np.ndarray]:
         """The actions of a new chunk for ``observation``: its first ``n_action_steps`` rows from the batcher, each
-        postprocessed on its own (as ``select_action`` postprocesses the action it takes), float32 (7,) in [-1, 1]."""
-        with self._lock, self.torch.inference_mode():
+        postprocessed on its own (as ``select_action`` postprocesses the action it takes), float32 (7,) in [-1, 1].
+        ``seed`` and ``step`` (the episode's seed and the step this chunk starts at) fix the noise of a
+        :data:`NOISE_TYPES` policy: a (1, chunk_size, max_action_dim) float32 standard normal from a generator seeded
+        with ``seed * 1_000_003 + step`` (as the unbatched path seeds torch's)."""
+        torch = self.torch
+        with self._lock, torch.inference_mode():
             row = self.preprocessor(self.batch(observation))
+        if self.type in NOISE_TYPES:
+            config = self.policy.config
+            generator = torch.Generator().manual_seed((int(seed) * 1_000_003 + int(step)) % 2**63)
+            row[NOISE_KEY] = torch.normal(0.0, 1.0, size=(1, config.chunk_size, config.max_action_dim),
+                                          generator=generator, dtype=torch.float32)
         chunk = self.batcher.submit(row)[: self.policy.config.n_action_steps]
         with self._lock, self.torch.inference_mode():
             return [np.clip(self.postprocessor(a.unsqueeze(0)).reshape(-1).float().cpu().numpy(), -1.0, 1.0)
@@ -171,7 +200,10 @@ class LeRobotPolicy(rlmesh.numpy.Model):
         """``predict_action_chunk`` on ``rows`` (preprocessed single-observation batches, ``batch`` of them) stacked
         into one batch: each row's chunk, (chunk_size, action_dim)."""
         torch = self.torch
-        merged = {}
+        merged, noise = {}, None
+        if NOISE_KEY in rows[0]:
+            rows = [dict(r) for r in rows]
+            noise = torch.cat([r.pop(NOISE_KEY) for r in rows]).to(self.torch_device)
         for key, value in rows[0].items():
             if isinstance(value, torch.Tensor):
                 merged[key] = torch.cat([r[key] for r in rows])
@@ -180,7 +212,7 @@ class LeRobotPolicy(rlmesh.numpy.Model):
             else:
                 merged[key] = value
         with torch.inference_mode():  # the one thread that calls the policy while batching
-            chunk = self.policy.predict_action_chunk(merged)
+            chunk = self.policy.predict_action_chunk(merged, **({"noise": noise} if noise is not None else {}))
         return list(chunk.unbind(0))
 
 
@@ -196,8 +228,10 @@ def camera_map(inputs: dict) -> dict[str, str]:
     return dict(zip(free, cameras))
 
 
-def _build(path: Path, policy_type: str, device: str):
-    """``(policy, preprocessor, postprocessor)`` of the checkpoint at ``path``, on ``device``, offline."""
+def _build(path: Path, policy_type: str, device: str, batched: bool = False):
+    """``(policy, preprocessor, postprocessor)`` of the checkpoint at ``path``, on ``device``, offline. ``batched``:
+    built for fixed-shape forward passes (SmolVLA's prompt tokenized to ``tokenizer_max_length``; the module
+    docstring)."""
     from lerobot.configs.policies import PreTrainedConfig
     from lerobot.policies.factory import get_policy_class, make_pre_post_processors
 
@@ -209,7 +243,8 @@ def _build(path: Path, policy_type: str, device: str):
     hub = {setting: os.environ.get(setting, "") for setting, _ in HUB_FOLDERS.get(policy_type, []) if setting}
     if policy_type == "smolvla":
         config.vlm_model_name, config.load_vlm_weights = hub["RLMESH_SMOLVLA_BACKBONE_DIR"], False
-        overrides["tokenizer_processor"] = {"tokenizer_name": hub["RLMESH_SMOLVLA_BACKBONE_DIR"]}
+        overrides["tokenizer_processor"] = {"tokenizer_name": hub["RLMESH_SMOLVLA_BACKBONE_DIR"],
+                                            **({"padding": "max_length"} if batched else {})}
     elif policy_type in ("pi0", "pi05", "pi0_fast"):
         overrides["tokenizer_processor"] = {"tokenizer_name": hub["RLMESH_PALIGEMMA_TOKENIZER_DIR"]}
     elif policy_type == "xvla":

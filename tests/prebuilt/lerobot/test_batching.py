@@ -9,6 +9,7 @@ import json
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from evaluations.runtime import ServerSpec
 from evaluations.runtime.shared import model_key
 from tests.support.execution import create, episodes, run_all
 from tests.support.libero import ROOT, needs_libero_venv
+from tests.support.live import wait_for
 
 LEROBOT_PYTHON = ROOT / ".venv-lerobot" / "bin" / "python"
 needs_lerobot_venv = pytest.mark.skipif(not LEROBOT_PYTHON.exists(), reason="needs .venv-lerobot (make test-setup)")
@@ -99,7 +101,8 @@ def test_only_row_independent_types_batch():
     assert batchable("act", Config())
     Config.temporal_ensemble_coeff = 0.01  # a running average inside the policy
     assert not batchable("act", Config())
-    assert not any(batchable(t, Config()) for t in ("diffusion", "vqbet", "tdmpc", "smolvla"))
+    assert not any(batchable(t, Config()) for t in ("diffusion", "vqbet", "tdmpc", "pi0"))
+    assert batchable("smolvla", Config())  # its prompt length and noise are fixed per row when batched
 
 
 def test_a_server_read_by_many_shards_counts_once_at_its_fullest():
@@ -233,6 +236,52 @@ def test_separate_thin_servers_meet_in_the_hosts_inference_process(tiny_act, set
     assert refused.returncode != 0 and "inference process" in refused.stderr
 
 
+@pytest.fixture(scope="module")
+def tiny_smolvla(tmp_path_factory):
+    """A random SmolVLA checkpoint and its backbone folder, built offline (tests/fixtures/build_tiny_smolvla.py):
+    ``(policy folder, backbone folder)``."""
+    root = tmp_path_factory.mktemp("smolvla")
+    built = subprocess.run([str(LEROBOT_PYTHON), "tests/fixtures/build_tiny_smolvla.py", str(root)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=900,
+                           env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(root)})
+    assert built.returncode == 0, built.stderr[-3000:]
+    return root / "policy", root / "backbone"
+
+
+@needs_lerobot_venv
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_smolvla_row_keeps_its_own_prompt_and_noise_in_a_batch(tiny_smolvla, settings, tmp_path, monkeypatch):
+    """SmolVLA batched at 4: four episodes whose prompts have three lengths, 60 steps (chunks of 50: two each),
+    one after the other and at once, in one process and through the host's inference process from four thin
+    servers: the same actions, bit for bit, in all four ways. Without the fixed prompt length the rows do not stack
+    (the checkpoint pads to the longest prompt); without each row's own noise the batch shares one draw and the
+    episodes change with their neighbours (both measured when this was built)."""
+    from evaluations.prebuilt.lerobot.entry import LEROBOT_SOURCE
+    from evaluations.prebuilt.lerobot.inference import KEY_ENV
+    from evaluations.runtime.local import LocalRuntime
+
+    policy, backbone = tiny_smolvla
+    monkeypatch.setenv("RLMESH_SMOLVLA_BACKBONE_DIR", str(backbone))  # the inference process inherits it
+    env = {"RLMESH_SMOLVLA_BACKBONE_DIR": str(backbone)}
+    alone, together = (_drive(policy, 4, mode, steps=60, env=env) for mode in ("serial", "concurrent"))
+    assert alone["episodes"] == together["episodes"] and len(set(alone["episodes"].values())) == 4
+    assert alone["batches"] == {"1": 8} and together["batches"].get("4", 0) >= 1
+    settings.RLMESH_RUN_DIR = str(tmp_path)
+    settings.RLMESH_PYTHON_ENVS = {**settings.RLMESH_PYTHON_ENVS, "lerobot": str(LEROBOT_PYTHON)}
+    kwargs = {"folder": policy.name, "root": str(policy.parent), "batch": 4, "batch_wait_ms": 200.0, "threads": 1}
+    hub = LocalRuntime().start(ServerSpec("inference", LEROBOT_SOURCE, kwargs, secrets={KEY_ENV: "s" * 32}),
+                               name="hub")
+    try:
+        remote = _drive(policy, 4, "remote-concurrent", steps=60,
+                        env={**env, "RLMESH_INFERENCE_ADDRESS": hub.address, KEY_ENV: "s" * 32})
+        seen = hub.batch_stats()["calls"]
+    finally:
+        hub.stop()
+    assert remote["episodes"] == alone["episodes"], (remote, alone)
+    assert max(int(rows) for rows in seen) > 1, seen
+
+
 @needs_lerobot_venv
 @needs_libero_venv
 @pytest.mark.slow
@@ -281,6 +330,58 @@ def test_workers_1_and_4_give_the_same_libero_episodes_through_the_platform(tena
     assert set(one_batches["calls"]) == set(four_batches["calls"]) == {"1"}
     assert min(sum(one_batches["calls"].values()), sum(four_batches["calls"].values())) >= 12
     print("BATCHED", one, one_batches, four_batches)
+
+
+@needs_lerobot_venv
+@needs_libero_venv
+@pytest.mark.slow
+@pytest.mark.live
+@pytest.mark.timeout(1800)
+def test_two_worker_processes_on_postgres_and_redis_share_the_hosts_inference_process(tiny_act, tmp_path):
+    """The scaled-out setup (PostgreSQL, Redis, two Celery worker processes of concurrency 2 on one host), submitted
+    with the official CLI, ``RLMESH_MODEL_BATCH=4``: the 4 shards of ``workers: 4`` are claimed by both worker
+    processes and lease one inference process between them (its file registry is the host's, not a worker's); the
+    trajectory digests equal those of ``workers: 1``; every pass has the recorded shape."""
+    import psycopg
+
+    from tests.support.services import scaled_platform, services_available
+
+    problem = services_available()
+    if problem:
+        pytest.fail(problem)
+    task = {"env": "prebuilt/libero", "taskId": "libero_object/9", "episodes": 4, "seed": 0, "maxSteps": 12}
+    with scaled_platform(tmp_path, (None, None), concurrency=2, RLMESH_LEROBOT_CHECKPOINTS=str(tiny_act.parent),
+                         RLMESH_MODEL_BATCH="4") as platform:
+        runs = {}
+        for workers in (1, 4):
+            body = {"name": f"batched w{workers}", "models": ["prebuilt/lerobot/tiny-act"],
+                    "tasks": [{**task, "workers": workers}]}
+            submitted = platform.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
+            assert submitted.returncode == 0, submitted.stderr
+            eval_id = json.JSONDecoder().raw_decode(submitted.stdout)[0]["id"]
+            final = wait_for(lambda: (e := platform.api(f"/v1/evaluations/{eval_id}"))["status"]
+                             in ("completed", "failed", "cancelled") and e, timeout=900, interval=1)
+            assert final["status"] == "completed", final
+            items = sorted(platform.episodes(eval_id), key=lambda i: i["index"])
+            assert [i["status"] for i in items] == ["completed"] * 4 and {i["modelBatch"] for i in items} == {4}
+            with psycopg.connect(platform.postgres.url) as db:
+                claimed = {row[0] for row in db.execute(
+                    "select s.claimed_by from evaluations_shard s join evaluations_evaluation e "
+                    "on e.id = s.evaluation_id where e.public_id = %s", [eval_id])}
+            # A shard is claimed as host:pid of a pool process; its parent is the Celery worker that runs the pool.
+            parents = {int(Path(f"/proc/{c.rsplit(':', 1)[1]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                       for c in claimed}
+            workers_of = {platform.procs[name].pid: name for name in ("worker1", "worker2")}
+            claimed = {workers_of.get(pid, pid) for pid in parents}
+            hubs = sorted((platform.var / "run").glob(f"{eval_id}-*-model-inference-*.log"))
+            batches = platform.api(f"/v1/evaluations/{eval_id}/metrics")["modelBatches"]
+            runs[workers] = ([i["trajectoryDigest"] for i in items], claimed, hubs, batches)
+    (one, _, one_hubs, one_batches), (four, claimed, four_hubs, four_batches) = runs[1], runs[4]
+    assert claimed == {"worker1", "worker2"}, claimed  # both Celery workers ran shards
+    assert len(one_hubs) == len(four_hubs) == 1, (one_hubs, four_hubs)  # one inference process each evaluation
+    assert one == four and len(set(one)) == 4
+    assert one_batches["size"] == four_batches["size"] == 4
+    assert sum(four_batches["calls"].values()) >= 12
 
 
 @pytest.mark.timeout(120)
