@@ -87,6 +87,8 @@ def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: i
     from tests.support.live import LivePlatform
 
     env = {**(settings or {}), "RLMESH_LEROBOT_CHECKPOINTS": str(checkpoints),
+           # a pass of n rows of a large model on a CPU can outlast the 30 s default deadline of a call
+           **({"RLMESH_REQUEST_TIMEOUT": str(request_timeout)} if request_timeout else {}),
            "RLMESH_SHARE_MODEL_SERVERS": "False" if mode == "per-shard" else "True",
            "RLMESH_MODEL_BATCH": str(batch if mode == "batched" else 0), "RLMESH_MODEL_BATCH_WAIT_MS": str(wait_ms)}
     live = LivePlatform(Path(tempfile.mkdtemp(prefix="rlm-batching-")), **env).prepare()
@@ -107,8 +109,6 @@ def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: i
                 "workers": workers, "record": "none", "params": {"cameras": "both"}}
         if mode != "expert":  # the expert runs its episodes to the end (success); random weights to the cap
             task["maxSteps"] = max_steps
-        if request_timeout:  # a pass of n rows of a large model on a CPU can outlast the 30 s default
-            task["requestTimeoutSeconds"] = request_timeout
         body = {"name": f"batching {mode} workers {workers}", "models": [model], "tasks": [task]}
         t0 = time.monotonic()
         r = live.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     p.add_argument("--model", default="tiny-act", choices=MODELS,
                    help="the LeRobot checkpoint: the tiny ACT, or SmolVLA at its published size with random weights")
-    p.add_argument("--request-timeout", type=float, help="the tasks' requestTimeoutSeconds (default: the platform's, 30)")
+    p.add_argument("--request-timeout", type=float, help="RLMESH_REQUEST_TIMEOUT, s (default: the platform's, 30)")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     checkpoints = Path(tempfile.mkdtemp(prefix="rlm-tiny-"))

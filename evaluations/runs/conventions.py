@@ -73,7 +73,7 @@ def check_first_actions(runner, todo: list[int]) -> Findings | None:
         log(runner.evaluation, f"first-action check: {exc}", level=LogLevel.ERROR, shard=runner.shard)
         return Findings(errors=[str(exc)])
     except Exception as exc:  # noqa: BLE001 - the episode meets the same failure and records it
-        log(runner.evaluation, f"first-action check skipped: {type(exc).__name__}: {exc}", level=LogLevel.WARNING,
+        log(runner.evaluation, f"first-action check skipped: {runner.described(exc)}", level=LogLevel.WARNING,
             shard=runner.shard)
         runner.close()  # a server the probe left hung or broken starts afresh for the episode, as after an error
         return None

@@ -10,6 +10,7 @@ then on :func:`evaluations.runs.session.run_session_episode`. Both share the out
 
 from __future__ import annotations
 
+import re
 import time
 
 from django.conf import settings
@@ -55,6 +56,11 @@ class _LatencyHooks:
                 inner.digest.step(event.observation, event.action, event.reward, event.terminated, event.truncated)
 
         self.hooks = Hooks()
+
+
+#: How rlmesh 0.1.0 words a call past its ``request_timeout_seconds`` ("remote environment call timed out after 2.000s",
+#: "remote model request timed out after 30.000s").
+CALL_TIMED_OUT = re.compile(r"remote (environment|model) (call|request) timed out after")
 
 
 class ShardRunner:
@@ -302,12 +308,21 @@ class ShardRunner:
             digest=hooks.digest.hexdigest(),
         ))
 
+    def described(self, exc: BaseException) -> str:
+        """``"Type: message"`` of an env or model failure; for a call that outlasted its deadline, also which deadline
+        and who sets it (a call slower than that, e.g. a large model batched on a CPU, is not the episode's fault)."""
+        text = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, TimeoutError) and CALL_TIMED_OUT.search(str(exc)):
+            text += (f"; each env or model call has {self.request_timeout:g} s (the evaluation's requestTimeoutSeconds, "
+                     "which an operator sets as RLMESH_REQUEST_TIMEOUT)")
+        return text
+
     def failed(self, base: dict, exc: Exception, t0: float) -> EpisodeOutcome:
         """The error outcome of an episode the env or model broke (timeout, crash, exception); servers restart."""
         wall_ms = (time.monotonic() - t0) * 1000
         kind = "timed out" if isinstance(exc, TimeoutError) else "failed"
         crashed = self._crashed()
-        message = f"episode {kind}: {type(exc).__name__}: {exc}" + (" (a server crashed)" if crashed else "")
+        message = f"episode {kind}: {self.described(exc)}" + (" (a server crashed)" if crashed else "")
         rerun = ""
         if crashed and self.model is not None and self.model.orphaned():
             rerun = (f"the shared model server died with the process that started it (pid {self.model.owner}), "

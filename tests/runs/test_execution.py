@@ -181,6 +181,9 @@ def test_a_hung_env_times_out_instead_of_hanging_the_shard(tenant_a, settings):
     assert (timezone.now() - started).total_seconds() < 30
     eps = episodes(evaluation)
     assert eps[0].status == "error" and "timed out" in eps[0].error and (eps[0].success, eps[0].reward) == (None, None)
+    assert "each env or model call has 2 s" in eps[0].error and "RLMESH_REQUEST_TIMEOUT" in eps[0].error
+    skipped = evaluation.logs.get(message__startswith="first-action check skipped").message  # the probe met it first
+    assert "each env or model call has 2 s" in skipped
     assert eps[1].status == "completed" and eps[1].success_source == "undefined"  # no flag, no criterion: no guess
     assert evaluation.status == EvaluationStatus.COMPLETED
 
