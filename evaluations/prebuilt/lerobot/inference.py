@@ -10,11 +10,12 @@ this process concurrently, one connection each; a thread per connection hands it
 
 **The wire**: :mod:`multiprocessing.connection` on a unix socket (0600) in a directory only the worker's user can
 enter (0700), with an HMAC challenge both ways, on each connection's own thread within 10 s, on the key in ``RLMESH_INFERENCE_KEY`` (set by the platform on this process and on its
-thin servers; never on disk). A request is ``{"episode": id, "seed": int | None, "observation": {…}}`` (the
+thin servers; never on disk). A request is ``{"episode": id, "seed": int | None, "step": int, "observation": {…}}`` (the
 observation as rlmesh gave it to the thin server: numpy arrays and the instruction); the reply ``{"actions": float32
-(n, 7)}``: the next ``n_action_steps`` actions of a new chunk for a batching type (the step its next chunk starts
-at is kept here: it seeds a flow-matching policy's noise), the one next action for the others (their episode's queues
-stay here); the latest few episodes per connection are kept, and an evicted one asked for again is an error, or ``{"error": "…"}`` (the thin server
+(n, 7)}``: the next ``n_action_steps`` actions of a new chunk for a batching type (``seed`` and ``step``, the actions
+the episode has taken, seed a flow-matching policy's noise; nothing of the episode is kept here), the one next action
+for the others (their episode's queues stay here: the latest few episodes per connection, and an evicted one asked
+for again is an error), or ``{"error": "…"}`` (the thin server
 raises it, so the episode ends in error, no verdict).
 
 Run as ``python -m evaluations.prebuilt.lerobot.inference --address unix:///…/inference.sock --kwargs-json '{…}'``
@@ -78,6 +79,10 @@ def _answer(policy, request: dict, episodes: OrderedDict, ended: set) -> dict:
 
 
 def _act(policy, request: dict, episodes: OrderedDict, ended: set) -> dict:
+    if policy.batcher is not None:  # a chunk's actions; the request carries the episode's seed and step (its noise)
+        seed = request.get("seed")
+        return {"actions": np.stack(policy.chunk_actions(request["observation"], 0 if seed is None else int(seed),
+                                                         int(request.get("step") or 0)))}
     episode = request["episode"]
     if episode in ended:
         raise RuntimeError(f"episode {episode} was dropped by its connection's later episodes; its queues are gone")
@@ -87,8 +92,6 @@ def _act(policy, request: dict, episodes: OrderedDict, ended: set) -> dict:
             ended.add(episodes.popitem(last=False)[0])
     episodes.move_to_end(episode)
     context = {"state": episodes[episode], "episode_seed": request.get("seed")}
-    if policy.batcher is not None:  # a chunk's actions, its noise (if any) from the episode's seed and step
-        return {"actions": np.stack(policy.next_chunk(request["observation"], episodes[episode], context))}
     return {"actions": policy.predict(request["observation"], context)[None, :]}
 
 
@@ -127,7 +130,7 @@ def serve(address: str, kwargs: dict) -> None:
 
 def listen(address: str, policy, announce: bool = False) -> None:
     """Answer every connection at ``address`` with ``policy`` (a loaded LeRobotPolicy, or anything with its
-    ``batcher``, ``chunk_actions`` and ``predict``), forever."""
+    ``batcher``, ``chunk_actions(observation, seed, step)`` and ``predict``), forever."""
     key, path = shared_key(), address_path(address)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)

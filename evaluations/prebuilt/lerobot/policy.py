@@ -185,15 +185,17 @@ class LeRobotPolicy(rlmesh.numpy.Model):
 
     def _remote_predict(self, observation, episode: dict, context):
         """The next action of the episode, from the host's inference process: a chunk's actions at a time for a
-        batching type, one at a time for the others (the process keeps their episode's queues)."""
+        batching type (the episode's seed and step go with each request, so the process keeps no state for it), one
+        at a time for the others (the process keeps their episode's queues)."""
         from collections import deque
 
         actions = episode.setdefault("actions", deque())
         if not actions:
             if "id" not in episode:
-                episode["id"] = os.urandom(8).hex()
+                episode["id"], episode["step"] = os.urandom(8).hex(), 0
             seed = context.get("episode_seed") if context is not None else None
-            actions.extend(self.remote.actions(episode["id"], seed, observation))
+            actions.extend(self.remote.actions(episode["id"], seed, observation, episode["step"]))
+        episode["step"] += 1  # the actions taken: where a batching type's next chunk starts
         return actions.popleft()
 
     def _chunks(self, rows: list[dict]) -> list:
@@ -243,6 +245,8 @@ def _build(path: Path, policy_type: str, device: str, batched: bool = False):
     hub = {setting: os.environ.get(setting, "") for setting, _ in HUB_FOLDERS.get(policy_type, []) if setting}
     if policy_type == "smolvla":
         config.vlm_model_name, config.load_vlm_weights = hub["RLMESH_SMOLVLA_BACKBONE_DIR"], False
+        if batched:  # torch.compile(mode="max-autotune") picks kernels by timing them, per process: other bits
+            config.compile_model = False
         overrides["tokenizer_processor"] = {"tokenizer_name": hub["RLMESH_SMOLVLA_BACKBONE_DIR"],
                                             **({"padding": "max_length"} if batched else {})}
     elif policy_type in ("pi0", "pi05", "pi0_fast"):
@@ -254,4 +258,19 @@ def _build(path: Path, policy_type: str, device: str, batched: bool = False):
                if isinstance(step, dict) and "registry_name" in step}
     pre, post = make_pre_post_processors(config, pretrained_path=str(path), preprocessor_overrides={
         k: v for k, v in overrides.items() if k in present})
+    if batched and policy_type == "smolvla":
+        _check_fixed_prompt(pre, config)
     return policy, pre, post
+
+
+def _check_fixed_prompt(pre, config) -> None:
+    """Raise ValueError unless ``pre`` tokenizes every prompt to ``config.tokenizer_max_length`` tokens (padding
+    ``max_length``, truncation on): what makes a batched SmolVLA row independent of its neighbours' prompts. A
+    checkpoint whose tokenizer step is saved under another name would otherwise keep ``"longest"`` silently."""
+    steps = [s for s in getattr(pre, "steps", []) if type(s).__name__ == "TokenizerProcessorStep"]
+    fixed = [s for s in steps if s.padding == "max_length" and s.truncation
+             and s.max_length == config.tokenizer_max_length]
+    if len(steps) != 1 or not fixed:
+        found = [(s.padding, s.truncation, s.max_length) for s in steps]
+        raise ValueError(f"cannot batch this SmolVLA checkpoint: its preprocessor must have one tokenizer step "
+                         f"padding to max_length {config.tokenizer_max_length} with truncation; found {found or 'none'}")

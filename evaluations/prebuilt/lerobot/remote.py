@@ -86,9 +86,11 @@ class InferenceClient:
         reply = self._call({"ping": True}, timeout)
         return float(reply["stalledSeconds"])
 
-    def actions(self, episode: str, seed, observation: dict) -> list[np.ndarray]:
-        """The episode's next actions (the module docstring): a list of float32 (7,) arrays, at least one."""
-        request = {"episode": episode, "seed": None if seed is None else int(seed), "observation": observation}
+    def actions(self, episode: str, seed, observation: dict, step: int = 0) -> list[np.ndarray]:
+        """The episode's next actions (the module docstring): a list of float32 (7,) arrays, at least one. ``step``:
+        how many actions the episode has taken (where a batching type's new chunk starts; it seeds its noise)."""
+        request = {"episode": episode, "seed": None if seed is None else int(seed), "step": int(step),
+                   "observation": observation}
         reply = self._call(request, REPLY_TIMEOUT)
         actions = np.asarray(reply["actions"], dtype=np.float32)
         return list(actions)

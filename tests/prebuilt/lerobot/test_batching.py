@@ -105,6 +105,28 @@ def test_only_row_independent_types_batch():
     assert batchable("smolvla", Config())  # its prompt length and noise are fixed per row when batched
 
 
+def test_a_batched_smolvla_needs_its_prompt_tokenized_to_the_fixed_length():
+    """Batched SmolVLA is refused, with what was found, unless its preprocessor's one tokenizer step pads every
+    prompt to ``tokenizer_max_length`` with truncation (a step saved under another name keeps "longest")."""
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    from evaluations.prebuilt.lerobot.policy import _check_fixed_prompt
+
+    @dataclass
+    class TokenizerProcessorStep:  # lerobot's step, by its class name
+        padding: str = "max_length"
+        truncation: bool = True
+        max_length: int = 48
+
+    config = SimpleNamespace(tokenizer_max_length=48)
+    _check_fixed_prompt(SimpleNamespace(steps=[object(), TokenizerProcessorStep()]), config)
+    for steps in ([TokenizerProcessorStep(padding="longest")], [TokenizerProcessorStep(truncation=False)],
+                  [TokenizerProcessorStep(max_length=512)], [], [TokenizerProcessorStep()] * 2):
+        with pytest.raises(ValueError, match="cannot batch this SmolVLA checkpoint"):
+            _check_fixed_prompt(SimpleNamespace(steps=steps), config)
+
+
 def test_a_server_read_by_many_shards_counts_once_at_its_fullest():
     a1 = {"server": "a", "size": 4, "calls": {"1": 3, "4": 1}, "seconds": 0.4}
     a2 = {"server": "a", "size": 4, "calls": {"1": 5, "4": 2, "2": 1}, "seconds": 0.8}

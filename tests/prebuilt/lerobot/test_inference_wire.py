@@ -25,17 +25,49 @@ class OneCallPolicy:
         return np.array([observation["x"], state["calls"], context["episode_seed"] or 0], dtype=np.float32)
 
 
-@pytest.fixture
-def served(tmp_path, monkeypatch):
+class ChunkPolicy:
+    """Like a batching LeRobotPolicy: a chunk of two actions per call, ``[x, seed, step]`` each, keeping nothing."""
+
+    batcher = object()
+
+    def chunk_actions(self, observation, seed, step):
+        return [np.array([observation["x"], seed, step + i], dtype=np.float32) for i in range(2)]
+
+
+def _serve(tmp_path, monkeypatch, policy) -> str:
     monkeypatch.setenv(remote.KEY_ENV, "k" * 32)
     monkeypatch.setattr(remote, "HANDSHAKE_TIMEOUT", 5.0)
     address = f"unix://{tmp_path}/inference.sock"
-    threading.Thread(target=inference.listen, args=(address, OneCallPolicy()), daemon=True).start()
+    threading.Thread(target=inference.listen, args=(address, policy), daemon=True).start()
     deadline = time.monotonic() + 5
     while not (tmp_path / "inference.sock").exists():
         assert time.monotonic() < deadline
         time.sleep(0.01)
     return address
+
+
+@pytest.fixture
+def served(tmp_path, monkeypatch):
+    return _serve(tmp_path, monkeypatch, OneCallPolicy())
+
+
+def test_a_batching_types_episode_sends_its_seed_and_step_and_the_process_keeps_nothing(tmp_path, monkeypatch):
+    """A thin server (LeRobotPolicy with ``inference=``) asks for a chunk when its own runs out, with the episode's
+    seed and the actions it has taken, which seed the chunk's noise; the process keeps no state for it, so a
+    reconnect mid-episode goes on at the right step and any number of episodes share a connection."""
+    from evaluations.prebuilt.lerobot.policy import LeRobotPolicy
+
+    address = _serve(tmp_path, monkeypatch, ChunkPolicy())
+    thin = LeRobotPolicy()
+    thin.load(inference=address)
+    context = {"state": {}, "episode_seed": 3}
+    taken = [thin.predict({"x": float(t)}, context).tolist() for t in range(3)]
+    thin.remote._drop()  # the link breaks and is made again
+    taken += [thin.predict({"x": float(t)}, context).tolist() for t in range(3, 5)]
+    # chunks asked at steps 0, 2 and 4, each from the observation of its first step
+    assert taken == [[0, 3, 0], [0, 3, 1], [2, 3, 2], [2, 3, 3], [4, 3, 4]]
+    for i in range(inference.EPISODES_PER_CONNECTION + 2):  # no per-connection episode limit for these
+        assert thin.predict({"x": 0.0}, {"state": {}, "episode_seed": i}).tolist() == [0, i, 0]
 
 
 def test_a_thin_client_gets_its_episodes_actions_and_a_silent_peer_holds_up_nobody(served):
