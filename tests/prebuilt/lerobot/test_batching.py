@@ -1,7 +1,8 @@
 """Batched inference that keeps every episode's seed (issue 36): the batcher gathers concurrent chunk requests into
-fixed-shape forward passes; a tiny ACT checkpoint (lerobot 0.4.4's own classes) gives each episode the same actions
-whether it ran alone or batched with others; the platform records the batch shape on the workload, shares one
-server between an evaluation's workloads of one model, and reports the batch sizes its servers saw."""
+fixed-shape forward passes; a tiny ACT and a tiny SmolVLA checkpoint (lerobot 0.4.4's own classes) give each
+episode the same actions whether it ran alone or batched with others; the platform records the batch shape on the
+workload, shares one server between an evaluation's workloads of one model, reports the batch sizes its servers
+saw, and does the same on PostgreSQL + Redis with two worker processes sharing the host's inference process."""
 
 from __future__ import annotations
 
