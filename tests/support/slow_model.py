@@ -1,5 +1,5 @@
-"""An rlmesh model whose ``predict`` takes 200 ms and logs when it ran, one JSON line ``[thread, start, end]`` per
-call to ``$SLOW_MODEL_LOG``: to see whether a model server runs the predicts of concurrent sessions at once. It also
+"""An rlmesh model whose ``predict`` takes 200 ms and logs when it ran, one JSON line ``[episode id, start, end]``
+per call to ``$SLOW_MODEL_LOG`` (rlmesh's ``episode_id``: which session's episode it served): to see whether a model server runs the predicts of concurrent sessions at once. It also
 declares rlmesh's batched corner, ``predict_batch``, which logs ``[thread, start, end, lanes]``: to see whether the
 server fuses concurrent sessions' predicts into one batched call."""
 
@@ -24,7 +24,8 @@ class SlowModel(rlmesh.numpy.Model):
     def predict(self, observation, context=None):
         t0 = time.monotonic()
         time.sleep(0.2)
-        self.log.write(json.dumps([threading.get_ident(), t0, time.monotonic()]) + "\n")
+        episode = (context or {}).get("episode_id") or f"thread {threading.get_ident()}"
+        self.log.write(json.dumps([episode, t0, time.monotonic()]) + "\n")
         self.log.flush()
         return np.int64(0)
 
