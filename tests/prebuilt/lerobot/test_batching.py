@@ -224,6 +224,19 @@ def test_an_episode_gets_the_same_actions_alone_or_batched_with_others(tiny_act)
     assert batch1["episodes"] != alone["episodes"]
 
 
+def _start_hub(folder, settings, tmp_path, key: str):
+    """The host's inference process for the checkpoint ``folder`` at batch 4 (200 ms wait, 1 thread), started by
+    the local runtime as a shard would, with ``key`` as its secret."""
+    from evaluations.prebuilt.lerobot.entry import LEROBOT_SOURCE
+    from evaluations.prebuilt.lerobot.inference import KEY_ENV
+    from evaluations.runtime.local import LocalRuntime
+
+    settings.RLMESH_RUN_DIR = str(tmp_path)
+    settings.RLMESH_PYTHON_ENVS = {**settings.RLMESH_PYTHON_ENVS, "lerobot": str(LEROBOT_PYTHON)}
+    kwargs = {"folder": folder.name, "root": str(folder.parent), "batch": 4, "batch_wait_ms": 200.0, "threads": 1}
+    return LocalRuntime().start(ServerSpec("inference", LEROBOT_SOURCE, kwargs, secrets={KEY_ENV: key}), name="hub")
+
+
 @needs_lerobot_venv
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
@@ -232,15 +245,9 @@ def test_separate_thin_servers_meet_in_the_hosts_inference_process(tiny_act, set
     their own, as each shard's does: four episodes at once share forward passes (passes of more than one real row),
     and every episode gets the actions it gets alone, bit for bit, and the ones the in-process batcher gives at the
     same shape. A thin server asked with a wrong key is refused and the process goes on serving."""
-    from evaluations.prebuilt.lerobot.entry import LEROBOT_SOURCE
     from evaluations.prebuilt.lerobot.inference import KEY_ENV
-    from evaluations.runtime.local import LocalRuntime
 
-    settings.RLMESH_RUN_DIR = str(tmp_path)
-    settings.RLMESH_PYTHON_ENVS = {**settings.RLMESH_PYTHON_ENVS, "lerobot": str(LEROBOT_PYTHON)}
-    kwargs = {"folder": tiny_act.name, "root": str(tiny_act.parent), "batch": 4, "batch_wait_ms": 200.0, "threads": 1}
-    hub = LocalRuntime().start(ServerSpec("inference", LEROBOT_SOURCE, kwargs, secrets={KEY_ENV: "k" * 32}),
-                               name="hub")
+    hub = _start_hub(tiny_act, settings, tmp_path, "k" * 32)
     try:
         env = {"RLMESH_INFERENCE_ADDRESS": hub.address, KEY_ENV: "k" * 32}
         together = _drive(tiny_act, 4, "remote-concurrent", env=env)
@@ -280,9 +287,7 @@ def test_a_smolvla_row_keeps_its_own_prompt_and_noise_in_a_batch(tiny_smolvla, s
     servers: the same actions, bit for bit, in all four ways. Without the fixed prompt length the rows do not stack
     (the checkpoint pads to the longest prompt); without each row's own noise the batch shares one draw and the
     episodes change with their neighbours (both measured when this was built)."""
-    from evaluations.prebuilt.lerobot.entry import LEROBOT_SOURCE
     from evaluations.prebuilt.lerobot.inference import KEY_ENV
-    from evaluations.runtime.local import LocalRuntime
 
     policy, backbone = tiny_smolvla
     monkeypatch.setenv("RLMESH_SMOLVLA_BACKBONE_DIR", str(backbone))  # the inference process inherits it
@@ -290,11 +295,7 @@ def test_a_smolvla_row_keeps_its_own_prompt_and_noise_in_a_batch(tiny_smolvla, s
     alone, together = (_drive(policy, 4, mode, steps=60, env=env) for mode in ("serial", "concurrent"))
     assert alone["episodes"] == together["episodes"] and len(set(alone["episodes"].values())) == 4
     assert alone["batches"] == {"1": 8} and together["batches"].get("4", 0) >= 1
-    settings.RLMESH_RUN_DIR = str(tmp_path)
-    settings.RLMESH_PYTHON_ENVS = {**settings.RLMESH_PYTHON_ENVS, "lerobot": str(LEROBOT_PYTHON)}
-    kwargs = {"folder": policy.name, "root": str(policy.parent), "batch": 4, "batch_wait_ms": 200.0, "threads": 1}
-    hub = LocalRuntime().start(ServerSpec("inference", LEROBOT_SOURCE, kwargs, secrets={KEY_ENV: "s" * 32}),
-                               name="hub")
+    hub = _start_hub(policy, settings, tmp_path, "s" * 32)
     try:
         remote = _drive(policy, 4, "remote-concurrent", steps=60,
                         env={**env, "RLMESH_INFERENCE_ADDRESS": hub.address, KEY_ENV: "s" * 32})
