@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from ..choices import EpisodeStatus
 from ..filtersets import EPISODE_VIEWS, EpisodeFilterSet
 from ..media import episode_video_response
+from ..services.image_versions import recorded_batch
 from .base import DownloadView, OrgScopedView
 from .pagination import CURSOR_PATTERNS, decode_cursor, encode_cursor, page_limit, query_value, take_page
 from .serializers import EpisodePageSerializer, LogPageSerializer, errors
@@ -147,7 +148,7 @@ def _episode_dict(e, public_id: str) -> dict:
         "predictMs": e.predict_ms,
         "stepMs": e.step_ms,
         "checkpointSha256": (e.workload.model_kwargs or {}).get("sha256") or None,
-        "modelBatch": (e.workload.model_kwargs or {}).get("batch") or None,
+        "modelBatch": recorded_batch(e.workload.model_kwargs),
         "trajectoryDigest": e.trajectory_digest or None,
         "digestComparable": e.digest_comparable if e.trajectory_digest else None,
         "startedAt": e.started_at,

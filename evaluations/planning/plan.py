@@ -15,7 +15,7 @@ from django.utils import timezone
 from ..domain.sample_sizes import sample_size_estimate
 from ..domain.scoring import split_task_id
 from ..prebuilt.catalog import declared_pace
-from ..services.image_versions import ResolvedImage
+from ..services.image_versions import ResolvedImage, recorded_batch
 from .horizons import env_horizon
 from .redaction import redacted
 from .rendering import concurrency_cap, observation_kwargs
@@ -122,7 +122,7 @@ class PlannedModel:
                 # Which checkpoint ran: the SHA-256 of its files (an installed LeRobot checkpoint's).
                 **({"checkpointSha256": files["sha256"]} if files.get("sha256") else {}),
                 # The batch shape of a batching model server: it fixes the episode's bits (prebuilt.lerobot.batching).
-                **({"batch": self.image.load_kwargs["batch"]} if "batch" in self.image.load_kwargs else {}),
+                **({"batch": recorded_batch(self.image.load_kwargs)} if recorded_batch(self.image.load_kwargs) else {}),
                 # Requested but not applied (a trusted source runs on the worker host): named, so the config is true.
                 **({"envVarsIgnored": sorted(self.requested_env_vars)} if self.requested_env_vars and not self.env_vars
                    else {})}

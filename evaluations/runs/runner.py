@@ -26,6 +26,7 @@ from ..prebuilt.catalog import declared_memory, model_memory, ready_timeout
 from ..runtime import RuntimeBackendError, ServedEndpoint, ServerSpec, backend_for, inference, shared
 from ..runtime.memory import HostMemoryLedger, Reservation, default_ledger_path
 from ..runtime.local import LocalRuntime
+from ..prebuilt.lerobot.entry import LEROBOT_SOURCE
 from ..services import model_cars
 from . import recording
 from .lifecycle import log
@@ -130,7 +131,8 @@ class ShardRunner:
                 self._count_model_memory(spec, server)
             return server
 
-        if kind == "model" and settings.RLMESH_SHARE_MODEL_SERVERS and isinstance(backend, LocalRuntime):
+        local = kind == "model" and isinstance(backend, LocalRuntime)
+        if local and settings.RLMESH_SHARE_MODEL_SERVERS:
             # The shards of an evaluation on this host that run one model the same way share its weights
             # (runtime.shared): one rlmesh model server, or, for a batching model, one inference process that each
             # shard's thin server asks (runtime.inference), so their episodes meet in its batcher.
@@ -139,6 +141,12 @@ class ShardRunner:
                 return inference.start(key, spec, backend, self.shard.server_name(kind),
                                        lambda hub: self._count_model_memory(spec, hub))
             return shared.acquire(key, start)
+        if local and inference.batches(spec) and spec.source != LEROBOT_SOURCE:
+            # Not shared, but still served at the batch shape recorded on the workload: an inference process of the
+            # shard's own (an rlmesh model's load() never sees the batch keys; prebuilt.fused).
+            key = f"{shared.model_key(self.evaluation.pk, spec)}-shard{self.shard.pk}"
+            return inference.start(key, spec, backend, self.shard.server_name(kind),
+                                   lambda hub: self._count_model_memory(spec, hub))
         return start()
 
     def _count_model_memory(self, spec: ServerSpec, server: ServedEndpoint) -> None:

@@ -1,4 +1,5 @@
-"""A batching LeRobot model on the local runtime: the host's inference process (one per evaluation and way of
+"""A batching model on the local runtime (a LeRobot checkpoint, or a trusted rlmesh model with a batched corner:
+:mod:`evaluations.prebuilt.fused`): the host's inference process (one per evaluation and way of
 serving the model, shared by every shard on the host through :mod:`.shared`'s leases) and a thin rlmesh model server
 per shard that asks it (:mod:`evaluations.prebuilt.lerobot.inference` says why: rlmesh serves one session's predict
 at a time, so only separate servers calling one process concurrently meet in its batcher).
@@ -19,6 +20,7 @@ import uuid
 
 from django.conf import settings
 
+from ..prebuilt import fused
 from ..prebuilt.lerobot.entry import LEROBOT_SOURCE
 from ..prebuilt.lerobot.remote import KEY_ENV, InferenceClient
 from . import shared
@@ -29,11 +31,26 @@ __all__ = ["BatchedModel", "batches", "responsive", "start"]
 
 def batches(spec: ServerSpec) -> bool:
     """Whether ``spec`` is served through a host inference process: the platform's LeRobot server with a batch
-    shape (``RLMESH_MODEL_BATCH`` ≥ 1 recorded as the ``batch`` load kwarg)."""
+    shape (``RLMESH_MODEL_BATCH`` ≥ 1 recorded as the ``batch`` load kwarg), or a trusted rlmesh model with a batched
+    corner and a recorded batch shape (``fused.BATCH_KWARG``; ``evaluations.prebuilt.fused``)."""
     try:
-        return spec.kind == "model" and spec.source == LEROBOT_SOURCE and int(spec.kwargs.get("batch", 0)) >= 1
+        if spec.kind != "model":
+            return False
+        if spec.source == LEROBOT_SOURCE:
+            return int(spec.kwargs.get("batch", 0)) >= 1
+        return spec.source.startswith("python") and int(spec.kwargs.get(fused.BATCH_KWARG, 0)) >= 1
     except (TypeError, ValueError):
         return False
+
+
+def _thin_spec(spec: ServerSpec, address: str, secrets: dict) -> ServerSpec:
+    """The shard's thin model server of ``spec`` asking the inference process at ``address``: the LeRobot server
+    with ``inference=``, or, for an rlmesh model, ``fused``'s thin model of it on the same interpreter."""
+    if spec.source == LEROBOT_SOURCE:
+        return ServerSpec("model", spec.source, {"inference": address}, secrets=secrets)
+    scheme, _, target = spec.source.partition("://")
+    return ServerSpec("model", f"{scheme}://{fused.__name__}:Thin", {"inference": address},
+                      secrets={**secrets, fused.TARGET_ENV: target})
 
 
 class BatchedModel(ServedEndpoint):
@@ -99,7 +116,7 @@ def start(key: str, spec: ServerSpec, backend, name: str, on_hub_started) -> Bat
         hub.kill()
         hub = shared.acquire(registry, start_hub)
     try:
-        thin = backend.start(ServerSpec("model", spec.source, {"inference": hub.address}, secrets=secrets), name=name)
+        thin = backend.start(_thin_spec(spec, hub.address, secrets), name=name)
     except BaseException:
         hub.stop()
         raise

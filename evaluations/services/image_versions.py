@@ -190,12 +190,12 @@ class ResolvedImage:
         if self.version.lerobot:
             return {"sha256": self.version.lerobot["sha256"], **torch_kwargs(LEROBOT_SOURCE)}
         if not self.checkpoint:
-            return {}
+            return fused_kwargs(self.version)
         from .weights import weights_kwargs
 
         return {**self.version.checkpoints.get(self.checkpoint, {}).get("load", {}),
                 **weights_kwargs(self.version.checkpoints, self.checkpoint),
-                **torch_kwargs(self.version.source)}
+                **torch_kwargs(self.version.source), **fused_kwargs(self.version)}
 
     @property
     def scenarios(self) -> list[str] | None:
@@ -217,6 +217,30 @@ def torch_kwargs(source: str) -> dict:
     size = int(settings.RLMESH_MODEL_BATCH) if source == LEROBOT_SOURCE else 0
     return {"threads": max(0, int(settings.RLMESH_MODEL_THREADS)),
             **({"batch": size, "batch_wait_ms": float(settings.RLMESH_MODEL_BATCH_WAIT_MS)} if size >= 1 else {})}
+
+
+def fused_kwargs(version: ImageVersion) -> dict:
+    """The batch shape of a trusted rlmesh model (``python://``, ``python+<venv>://``) whose describe envelope lists a
+    batched corner (``predict_batch`` / ``predict_chunk_batch``), with ``RLMESH_MODEL_BATCH`` ≥ 1: its rows are then
+    batched across the host's episodes (``prebuilt.fused``) and the shape is recorded on the workload, since it is
+    part of what fixes an episode's actions; {} for any other model."""
+    from ..prebuilt import fused
+
+    size = int(settings.RLMESH_MODEL_BATCH)
+    if size < 1 or not version.source.startswith("python") or version.source == LEROBOT_SOURCE:
+        return {}
+    if not fused.batch_corners(version.describe):
+        return {}
+    return {fused.BATCH_KWARG: size, fused.WAIT_KWARG: float(settings.RLMESH_MODEL_BATCH_WAIT_MS)}
+
+
+def recorded_batch(load_kwargs: dict) -> int | None:
+    """The rows of every forward pass recorded in a workload's model ``load_kwargs`` (a LeRobot checkpoint's
+    ``batch``, an rlmesh model's ``fused.BATCH_KWARG``), or None for a model that is not batched."""
+    from ..prebuilt import fused
+
+    value = (load_kwargs or {}).get("batch") or (load_kwargs or {}).get(fused.BATCH_KWARG)
+    return int(value) if isinstance(value, (int, float)) and value >= 1 else None
 
 
 def pick_version(repo: ImageRepository, parsed: ParsedReference) -> ImageVersion | None:

@@ -38,7 +38,7 @@ import numpy as np
 
 from .remote import KEY_ENV, InferenceClient, address_path, handshake, shared_key
 
-__all__ = ["KEY_ENV", "InferenceClient", "listen", "serve"]
+__all__ = ["IN_FLIGHT", "KEY_ENV", "InferenceClient", "listen", "policy_responder", "serve"]
 
 #: Episodes whose queues a connection keeps at once (a thin server runs one at a time; a few for safety). An episode
 #: evicted and then asked for again is an error, never a silent restart of its queues.
@@ -95,13 +95,13 @@ def _act(policy, request: dict, episodes: OrderedDict, ended: set) -> dict:
     return {"actions": policy.predict(request["observation"], context)[None, :]}
 
 
-def _connection(policy, sock: socket.socket, key: bytes) -> None:
+def _connection(sock: socket.socket, key: bytes, respond) -> None:
+    """Authenticate ``sock``, then answer each of its requests with ``respond(request)`` (this connection's own
+    responder) until the peer goes away; a request that raises is answered ``{"error": "Type: message"}``."""
     try:
         conn = handshake(sock, key, server=True)
     except Exception:  # noqa: BLE001 - a readiness probe, a wrong key or a silent peer: refused, the others go on
         return
-    episodes: OrderedDict = OrderedDict()
-    ended: set = set()
     with conn:
         while True:
             try:
@@ -109,7 +109,7 @@ def _connection(policy, sock: socket.socket, key: bytes) -> None:
             except (EOFError, OSError):
                 return  # the thin server went away
             try:
-                reply = _answer(policy, request, episodes, ended)
+                reply = respond(request)
             except Exception as exc:  # noqa: BLE001 - the episode's error, told to the thin server
                 reply = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
             try:
@@ -125,23 +125,30 @@ def serve(address: str, kwargs: dict) -> None:
 
     policy = LeRobotPolicy()
     policy.load(**kwargs)
-    listen(address, policy, announce=True)
+    print(f"inference process ready at {address} ({policy.type}, batch "
+          f"{policy.batcher.size if policy.batcher is not None else 'off: one call at a time'})", flush=True)
+    listen(address, lambda: policy_responder(policy))
 
 
-def listen(address: str, policy, announce: bool = False) -> None:
-    """Answer every connection at ``address`` with ``policy`` (a loaded LeRobotPolicy, or anything with its
-    ``batcher``, ``chunk_actions(observation, seed, step)`` and ``predict``), forever."""
+def policy_responder(policy):
+    """One connection's responder (:func:`listen`): its episodes' queues, the latest few, and those it evicted."""
+    episodes: OrderedDict = OrderedDict()
+    ended: set = set()
+    return lambda request: _answer(policy, request, episodes, ended)
+
+
+def listen(address: str, responder) -> None:
+    """Answer every connection at ``address`` (``unix://…``, made 0600) on a thread of its own, forever:
+    ``responder()`` makes each connection's ``respond(request) -> reply`` (a loaded LeRobotPolicy's is
+    :func:`policy_responder`; ``evaluations.prebuilt.fused`` has its own). The key is :data:`KEY_ENV`'s."""
     key, path = shared_key(), address_path(address)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     os.chmod(path, 0o600)
     listener.listen(64)
-    if announce:
-        print(f"inference process ready at {address} ({policy.type}, batch "
-              f"{policy.batcher.size if policy.batcher is not None else 'off: one call at a time'})", flush=True)
     while True:  # each connection is authenticated on its own thread, so a silent peer holds up nobody else
         sock, _ = listener.accept()
-        threading.Thread(target=_connection, args=(policy, sock, key), daemon=True).start()
+        threading.Thread(target=_connection, args=(sock, key, responder()), daemon=True).start()
 
 
 def main(argv: list[str] | None = None) -> None:

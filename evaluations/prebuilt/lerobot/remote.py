@@ -95,6 +95,11 @@ class InferenceClient:
         actions = np.asarray(reply["actions"], dtype=np.float32)
         return list(actions)
 
+    def request(self, request: dict) -> dict:
+        """The process's reply to ``request`` (a dict the process's responder understands) within
+        :data:`REPLY_TIMEOUT`; RuntimeError with the process's error or the broken link."""
+        return self._call(request, REPLY_TIMEOUT)
+
     def _call(self, request: dict, timeout: float) -> dict:
         with self._lock:
             try:

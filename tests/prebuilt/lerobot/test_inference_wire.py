@@ -38,7 +38,7 @@ def _serve(tmp_path, monkeypatch, policy) -> str:
     monkeypatch.setenv(remote.KEY_ENV, "k" * 32)
     monkeypatch.setattr(remote, "HANDSHAKE_TIMEOUT", 5.0)
     address = f"unix://{tmp_path}/inference.sock"
-    threading.Thread(target=inference.listen, args=(address, policy), daemon=True).start()
+    threading.Thread(target=inference.listen, args=(address, lambda: inference.policy_responder(policy)), daemon=True).start()
     deadline = time.monotonic() + 5
     while not (tmp_path / "inference.sock").exists():
         assert time.monotonic() < deadline
@@ -123,7 +123,7 @@ def test_a_ping_says_how_long_the_oldest_request_has_been_in_the_process(tmp_pat
             return super().predict(observation, context)
 
     address = f"unix://{tmp_path}/inference.sock"
-    threading.Thread(target=inference.listen, args=(address, Wedged()), daemon=True).start()
+    threading.Thread(target=inference.listen, args=(address, lambda: inference.policy_responder(Wedged())), daemon=True).start()
     while not (tmp_path / "inference.sock").exists():
         time.sleep(0.01)
     assert remote.InferenceClient(address).ping() == 0.0
