@@ -8,4 +8,6 @@
   controllers and the PPO forward pass, weights in ``weights/``).
 - :mod:`.catalog` (the entries, their labels and digests) and :mod:`.describing` (their describe envelopes, cached by
   what they depend on).
+- :mod:`.fused`: a trusted rlmesh model that declares a batched corner, batched across a host's episodes (its
+  inference process and the thin servers that ask it).
 """

@@ -26,13 +26,14 @@ from django.conf import settings
 from . import forkserver, tcp_nodelay, zygote
 from .forkchild import die_with_parent
 from ..prebuilt.lerobot.batching import STATS_ENV
-from ..prebuilt.lerobot.entry import LEROBOT_SOURCE
 from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections, stats_path
 
 #: What serves a ``kind="inference"`` spec: the host's inference process of a batching LeRobot checkpoint, or of an
 #: rlmesh model with a batched corner (any other source; ``evaluations.prebuilt.fused``).
 INFERENCE_MODULE = "evaluations.prebuilt.lerobot.inference"
 FUSED_MODULE = "evaluations.prebuilt.fused"
+#: The LeRobot server's target (``prebuilt.lerobot.entry.LEROBOT_SOURCE``'s, not imported: the catalog imports this).
+LEROBOT_TARGET = "evaluations.prebuilt.lerobot.policy:LeRobotPolicy"
 #: Socket directories are named ``rlm-<pid of the worker process>-…`` so the reaper can tell whose they are.
 SOCKET_DIR_PREFIX = "rlm-"
 
@@ -169,7 +170,7 @@ class LocalRuntime(RuntimeBackend):
         nodelay = settings.RLMESH_TCP_NODELAY and tcp_nodelay.is_tcp(address)
         stats_path(log_path).unlink(missing_ok=True)  # a model server of the same name before this one
         cmd = (serve_command(python, args, nodelay=nodelay) if spec.kind != "inference"
-               else [python, "-m", INFERENCE_MODULE, *args] if spec.source == LEROBOT_SOURCE
+               else [python, "-m", INFERENCE_MODULE, *args] if target == LEROBOT_TARGET
                else [python, "-m", FUSED_MODULE, "--target", target, *args])
         env = {
             **os.environ,

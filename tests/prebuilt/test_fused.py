@@ -265,3 +265,10 @@ def test_two_worker_processes_on_postgres_and_redis_batch_one_models_episodes(tm
     assert 1 <= len(four_hubs) <= 2, four_hubs  # one process the shards lease (again only if all had left it)
     assert {r["rows"] for r in _log(log) if "rows" in r} == {4}
     print("FUSED", runs[1][1], four_batches, len(four_hubs))
+
+
+def test_the_local_runtime_tells_the_two_inference_processes_apart_by_the_lerobot_servers_target():
+    from evaluations.prebuilt.lerobot.entry import LEROBOT_SOURCE
+    from evaluations.runtime.local import LEROBOT_TARGET
+
+    assert LEROBOT_SOURCE.partition("://")[2] == LEROBOT_TARGET

@@ -156,6 +156,7 @@ def test_the_batch_shape_and_threads_are_recorded_on_a_torch_workload_and_nowher
 
     class Version:
         lerobot, checkpoints, source = None, {"tiny-act": {"load": {"folder": "tiny-act"}}}, LEROBOT_SOURCE
+        describe = {"corners": ["predict"]}
 
     settings.RLMESH_MODEL_BATCH, settings.RLMESH_MODEL_BATCH_WAIT_MS, settings.RLMESH_MODEL_THREADS = 4, 20.0, 3
     assert ResolvedImage("prebuilt/lerobot/tiny-act", Version, "tiny-act").load_kwargs == {
