@@ -26,7 +26,10 @@ single-row ``predict``, and the batch sizes say so (passes of 1 row, ``size`` 1)
 Run the process as ``python -m evaluations.prebuilt.fused --target module:Class --address unix:///… --kwargs-json
 '{…}'`` (the model's ``load`` kwargs and :data:`BATCH_KWARG` / :data:`WAIT_KWARG`); the thin server as
 ``rlmesh.serve evaluations.prebuilt.fused:Thin --kwargs-json '{"inference": "unix:///…"}'`` with
-:data:`TARGET_ENV` naming the model. The wire and its key are :mod:`.lerobot.remote`'s. No Django.
+:data:`TARGET_ENV` naming the model. The wire and its key are :mod:`.lerobot.remote`'s. No Django, and nothing
+but the standard library, numpy and rlmesh: for a pushed image both run in containers of the image, this module and
+what it imports mounted read-only (``runtime.docker.FUSED_FILES``; the process's container is started and removed by
+``runtime.container_hub``), the model named by :data:`TARGET_KWARG`.
 """
 
 from __future__ import annotations
@@ -41,13 +44,16 @@ import threading
 from .lerobot.batching import STATS_ENV, ChunkBatcher
 from .lerobot.remote import InferenceClient
 
-__all__ = ["BATCH_KWARG", "TARGET_ENV", "WAIT_KWARG", "FusedModel", "batch_corners", "serve", "thin_model"]
+__all__ = ["BATCH_KWARG", "TARGET_ENV", "TARGET_KWARG", "WAIT_KWARG", "FusedModel", "batch_corners", "serve", "thin_model"]
 
 #: The load kwargs the platform adds for a batched rlmesh model (recorded on the workload: the batch shape is part
 #: of what fixes an episode's actions); never passed to the model's ``load``. Not identifiers, so no model's
 #: parameter can share their names.
 BATCH_KWARG = "rlmesh.batch"
 WAIT_KWARG = "rlmesh.batchWaitMs"
+#: The model's ``module:Class`` in an image (its describe envelope's ``target.qualname``), recorded beside the shape;
+#: a trusted source names it in the source itself.
+TARGET_KWARG = "rlmesh.target"
 #: The environment variable naming the model (``module:Class``) whose thin server :data:`Thin` is.
 TARGET_ENV = "RLMESH_FUSED_TARGET"
 #: rlmesh's corners that batch across episodes (``describe``'s ``corners``).
@@ -149,7 +155,7 @@ def load(target: str, kwargs: dict):
 
     model_class = _target(target)
     _framework(model_class)
-    own = {k: v for k, v in kwargs.items() if k not in (BATCH_KWARG, WAIT_KWARG)}
+    own = {k: v for k, v in kwargs.items() if k not in (BATCH_KWARG, WAIT_KWARG, TARGET_KWARG)}
     return construct_authored_model(model_class, **own)
 
 

@@ -55,3 +55,9 @@ class NumpyMLP(rlmesh.numpy.Model):
 
     def predict(self, observation):
         return self.policy(np.asarray(observation, dtype=np.float32))
+
+    def predict_batch(self, observations):
+        """Greedy actions of a batch ``(N, obs_dim)`` in one forward pass: int64 ``(N,)``. Row-independent (a matrix
+        product per layer), so with ``RLMESH_MODEL_BATCH`` ≥ 1 the platform batches the rows of a host's episodes
+        (``prebuilt.fused``); served on its own, rlmesh calls :meth:`predict`."""
+        return np.argmax(self.policy.logits(np.asarray(observations, dtype=np.float32)), axis=-1).astype(np.int64)

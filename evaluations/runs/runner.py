@@ -141,6 +141,14 @@ class ShardRunner:
                 return inference.start(key, spec, backend, self.shard.server_name(kind),
                                        lambda hub: self._count_model_memory(spec, hub))
             return shared.acquire(key, start)
+        if kind == "model" and spec.source.startswith("oci://") and inference.batches(spec):
+            # A pushed image with a batched corner: its inference process in a container of the image, shared by the
+            # evaluation's shards on this host (each its own when servers are not shared), a thin server per shard.
+            key = shared.model_key(self.evaluation.pk, spec) + ("" if settings.RLMESH_SHARE_MODEL_SERVERS
+                                                                 else f"-shard{self.shard.pk}")
+            return inference.start(key, spec, backend, self.shard.server_name(kind),
+                                   lambda hub: self._count_model_memory(spec, hub),
+                                   label=f"{self.evaluation.public_id}-inference")
         if local and inference.batches(spec) and spec.source != LEROBOT_SOURCE:
             # Not shared, but still served at the batch shape recorded on the workload: an inference process of the
             # shard's own (an rlmesh model's load() never sees the batch keys; prebuilt.fused).

@@ -34,6 +34,9 @@ class ServerSpec:
     #: Seconds the server may take to become ready, when its image declares more than
     #: ``settings.RLMESH_SERVER_READY_TIMEOUT`` (LIBERO builds a robosuite scene before it listens); None: the setting.
     ready_timeout: float | None = None
+    #: A thin model server's host inference process (``runtime.inference``) in a container: the host folder holding
+    #: its socket, mounted into the thin server's container (``runtime.docker``); None otherwise.
+    hub_dir: str | None = None
 
     @property
     def ready_limit(self) -> float:

@@ -7,17 +7,21 @@ evaluation, capabilities dropped, no new privileges, read-only root with a tmpfs
 limits, a non-root user. Models: only the serving port published on 127.0.0.1, on the sandbox network (no
 egress, no host services, no other containers: ``containers/sandbox-network.sh``). Envs on a local engine: no
 network at all, serving on a unix socket in a host directory mounted into the container. Removed on every exit path;
-:func:`reap_orphans` removes any whose shard is gone.
+:func:`reap_orphans` removes any whose shard is gone. A model image with a batched corner (``RLMESH_MODEL_BATCH``)
+runs as a thin server per shard plus one inference process per evaluation and host in a container with no network
+(:func:`start_hub_container`; ``runtime.inference``, ``prebuilt.fused``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 from django.conf import settings
 
@@ -26,6 +30,15 @@ from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpe
 SERVING_PORT = "50051/tcp"
 #: Where an env container's unix socket lives inside the container (a host temp dir is mounted there).
 CONTAINER_SOCK_DIR = "/run/rlmesh"
+#: Where a batched image's inference process keeps its socket, in its container and in its thin servers' (a host
+#: folder mounted there: ``ServerSpec.hub_dir``); and where the platform's modules those two run are mounted.
+HUB_DIR = "/run/rlmesh-hub"
+CODE_DIR = "/opt/rlmesh-platform"
+#: The platform's modules an image's inference process and thin servers import (``prebuilt.fused`` and what it
+#: imports: stdlib, numpy and rlmesh only), copied once per content into a host folder mounted read-only.
+FUSED_FILES = ("evaluations/__init__.py", "evaluations/prebuilt/__init__.py", "evaluations/prebuilt/fused.py",
+               "evaluations/prebuilt/lerobot/__init__.py", "evaluations/prebuilt/lerobot/batching.py",
+               "evaluations/prebuilt/lerobot/remote.py", "evaluations/prebuilt/lerobot/inference.py")
 
 
 def unix_env_leg() -> bool:
@@ -69,6 +82,73 @@ def isolation_kwargs() -> dict:
         "user": "10001",
         **({"network": settings.RLMESH_CONTAINER_NETWORK, "dns": ["127.0.0.1"]} if settings.RLMESH_CONTAINER_NETWORK else {}),
     }
+
+
+def fused_code_dir() -> str:
+    """A host folder with :data:`FUSED_FILES` (world-readable, under ``RLMESH_RUN_DIR/fused-code/<sha256>``), made
+    once per content; mounted read-only at :data:`CODE_DIR` in a batched image's containers."""
+    root = Path(settings.BASE_DIR)
+    digest = hashlib.sha256()
+    for name in FUSED_FILES:
+        digest.update(name.encode() + b"\0" + (root / name).read_bytes())
+    dest = Path(settings.RLMESH_RUN_DIR) / "fused-code" / digest.hexdigest()[:16]
+    if not dest.is_dir():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="fused-", dir=dest.parent))
+        for name in FUSED_FILES:
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(root / name, tmp / name)
+        for path in [tmp, *tmp.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        try:
+            tmp.rename(dest)
+        except OSError:  # another worker made it meanwhile: the same content
+            shutil.rmtree(tmp, ignore_errors=True)
+    return str(dest)
+
+
+def fused_container_kwargs(c, image: str, hub_dir: str) -> tuple[str, dict, dict]:
+    """``(python, environment, volumes)`` for a batched image's inference process or thin server: the image's own
+    Python (its ``rlmesh.serve`` entrypoint's, else ``python3``), ``PYTHONPATH`` with :data:`CODE_DIR` before the
+    image's own, and the two mounts (the modules read-only, ``hub_dir`` read-write at :data:`HUB_DIR`)."""
+    config = (c.images.get(image).attrs or {}).get("Config") or {}
+    entry = list(config.get("Entrypoint") or [])
+    python = entry[0] if entry[1:3] == ["-m", "rlmesh.serve"] else "python3"
+    env = dict(e.split("=", 1) for e in config.get("Env") or [] if "=" in e)
+    path = ":".join(p for p in (CODE_DIR, env.get("PYTHONPATH", "")) if p)
+    volumes = {fused_code_dir(): {"bind": CODE_DIR, "mode": "ro"}, hub_dir: {"bind": HUB_DIR, "mode": "rw"}}
+    return python, {"PYTHONPATH": path}, volumes
+
+
+def start_hub_container(spec: ServerSpec, hub_dir: str, *, name: str, label: str):
+    """Start ``spec`` (``kind="inference"``, an ``oci://`` model with a batched corner) as the host's inference
+    process of the image (``python -m evaluations.prebuilt.fused``) in a container with no network, listening at
+    ``HUB_DIR/inference.sock`` (``hub_dir`` on the host), its batch sizes in ``HUB_DIR/model.batches.json``; labelled
+    ``label`` for the reaper. Returns the container; RuntimeBackendError when it cannot start."""
+    from ..prebuilt import fused
+    from ..prebuilt.lerobot.batching import STATS_ENV
+
+    image = spec.source.removeprefix("oci://")
+    pull(image)
+    c = client()
+    try:
+        python, environment, volumes = fused_container_kwargs(c, image, hub_dir)
+        target = str(spec.kwargs.get(fused.TARGET_KWARG, ""))
+        kwargs = {k: v for k, v in isolation_kwargs().items() if k not in ("network", "dns")}
+        return c.containers.run(
+            image, detach=True, name=f"rlmesh-{name}-{int(time.time() * 1000) % 10**8}",
+            entrypoint=[python, "-m", fused.__name__],
+            command=["--target", target, "--address", f"unix://{HUB_DIR}/inference.sock",
+                     "--kwargs-json", json.dumps(spec.kwargs)],
+            environment={**{k: str(v) for k, v in spec.env_vars.items()}, **environment,
+                         "RLMESH_WORKFLOW_EDITION": settings.RLMESH_WORKFLOW_EDITION, "PYTHONUNBUFFERED": "1",
+                         STATS_ENV: f"{HUB_DIR}/model.batches.json", **spec.secrets},
+            labels={LABEL: "1", f"{LABEL}.instance": settings.RLMESH_INSTANCE_ID, f"{LABEL}.name": label},
+            network_mode="none", volumes=volumes, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the engine's error text is what the user needs
+        raise RuntimeBackendError(f"starting the inference process of {image} failed: {exc}") from exc
+    finally:
+        c.close()
 
 
 class Container(ServedEndpoint):
@@ -193,6 +273,13 @@ class DockerRuntime(RuntimeBackend):
                 kwargs.pop(key, None)
             kwargs.update(network_mode="none", volumes={sock_dir: {"bind": CONTAINER_SOCK_DIR, "mode": "rw"}})
         c = client()
+        if spec.kind == "model" and spec.hub_dir:
+            # A thin server of a batched image (runtime.inference): rlmesh.serve of prebuilt.fused's thin model, which
+            # asks the host's inference process through its socket folder, mounted here.
+            python, extra, volumes = fused_container_kwargs(c, image, spec.hub_dir)
+            environment.update(extra)
+            kwargs.update(entrypoint=[python, "-m", "rlmesh.serve"], command=["evaluations.prebuilt.fused:Thin"],
+                          volumes=volumes)
         try:
             container = c.containers.run(
                 image, detach=True, name=f"rlmesh-{name}-{int(time.time() * 1000) % 10**8}",

@@ -17,14 +17,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import uuid
+from pathlib import Path
 
 from django.conf import settings
 
 from ..prebuilt import fused
 from ..prebuilt.lerobot.entry import LEROBOT_SOURCE
-from ..prebuilt.lerobot.remote import KEY_ENV, InferenceClient
+from ..prebuilt.lerobot.remote import KEY_ENV, InferenceClient, address_path
 from . import shared
 from .base import ServedEndpoint, ServerSpec
+from .local import LocalRuntime
 
 __all__ = ["BatchedModel", "batches", "responsive", "start"]
 
@@ -38,7 +40,7 @@ def batches(spec: ServerSpec) -> bool:
             return False
         if spec.source == LEROBOT_SOURCE:
             return int(spec.kwargs.get("batch", 0)) >= 1
-        return spec.source.startswith("python") and int(spec.kwargs.get(fused.BATCH_KWARG, 0)) >= 1
+        return spec.source.startswith(("python", "oci://")) and int(spec.kwargs.get(fused.BATCH_KWARG, 0)) >= 1
     except (TypeError, ValueError):
         return False
 
@@ -48,6 +50,12 @@ def _thin_spec(spec: ServerSpec, address: str, secrets: dict) -> ServerSpec:
     with ``inference=``, or, for an rlmesh model, ``fused``'s thin model of it on the same interpreter."""
     if spec.source == LEROBOT_SOURCE:
         return ServerSpec("model", spec.source, {"inference": address}, secrets=secrets)
+    if spec.source.startswith("oci://"):  # a container of the image, the process's socket folder mounted in it
+        from .docker import HUB_DIR
+
+        return ServerSpec("model", spec.source, {"inference": f"unix://{HUB_DIR}/inference.sock"},
+                          env_vars=spec.env_vars, secrets={**secrets, fused.TARGET_ENV: spec.kwargs[fused.TARGET_KWARG]},
+                          hub_dir=str(Path(address_path(address)).parent))
     scheme, _, target = spec.source.partition("://")
     return ServerSpec("model", f"{scheme}://{fused.__name__}:Thin", {"inference": address},
                       secrets={**secrets, fused.TARGET_ENV: target})
@@ -90,17 +98,23 @@ def responsive(address: str, key: bytes) -> bool:
         client.close()
 
 
-def start(key: str, spec: ServerSpec, backend, name: str, on_hub_started) -> BatchedModel:
-    """The shard's :class:`BatchedModel` for ``spec`` (:func:`batches` true) on the local ``backend``: a lease on the
-    inference process ``key`` (started now when none runs on the host, then passed to ``on_hub_started(server)``)
-    and a thin server named ``name``. Raises what starting either raises; nothing is left running then."""
+def start(key: str, spec: ServerSpec, backend, name: str, on_hub_started, label: str = "") -> BatchedModel:
+    """The shard's :class:`BatchedModel` for ``spec`` (:func:`batches` true) on ``backend`` (the local runtime, or
+    the docker runtime for an image): a lease on the inference process ``key`` (started now when none runs on the
+    host, then passed to ``on_hub_started(server)``; an image's runs in a container a local process owns, named
+    ``label`` for the reaper) and a thin server named ``name``. Raises what starting either raises; nothing is left
+    running then."""
     secret = hmac.new(settings.SECRET_KEY.encode(), key.encode(), hashlib.sha256).hexdigest()
     secrets = {**spec.secrets, KEY_ENV: secret}
-    hub_spec = ServerSpec("inference", spec.source, dict(spec.kwargs), secrets=secrets, ready_timeout=spec.ready_timeout)
+    hub_spec = ServerSpec("inference", spec.source, dict(spec.kwargs), env_vars=dict(spec.env_vars), secrets=secrets,
+                          ready_timeout=spec.ready_timeout)
+    in_container = spec.source.startswith("oci://")
 
     def start_hub():
         # Named by the shard that started it, and unique: a later one's log and batch counts are its own.
-        server = backend.start(hub_spec, name=f"{name}-inference-{uuid.uuid4().hex[:8]}")
+        hub_name = f"{name}-inference-{uuid.uuid4().hex[:8]}"
+        server = (LocalRuntime().start(hub_spec, name=hub_name, labels={"name": label or hub_name}) if in_container
+                  else backend.start(hub_spec, name=hub_name))
         try:
             on_hub_started(server)
         except BaseException:

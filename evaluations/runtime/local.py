@@ -32,6 +32,7 @@ from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpe
 #: rlmesh model with a batched corner (any other source; ``evaluations.prebuilt.fused``).
 INFERENCE_MODULE = "evaluations.prebuilt.lerobot.inference"
 FUSED_MODULE = "evaluations.prebuilt.fused"
+CONTAINER_HUB_MODULE = "evaluations.runtime.container_hub"
 #: The LeRobot server's target (``prebuilt.lerobot.entry.LEROBOT_SOURCE``'s, not imported: the catalog imports this).
 LEROBOT_TARGET = "evaluations.prebuilt.lerobot.policy:LeRobotPolicy"
 #: Socket directories are named ``rlm-<pid of the worker process>-…`` so the reaper can tell whose they are.
@@ -149,11 +150,14 @@ class LocalRuntime(RuntimeBackend):
     """Serve trusted ``python://module:Target`` (or ``python+<venv>://``) sources as subprocesses (see module
     docstring)."""
 
-    def start(self, spec: ServerSpec, *, name: str) -> LocalServer:
+    def start(self, spec: ServerSpec, *, name: str, labels: dict | None = None) -> LocalServer:
         """Start the server. ``spec.env_vars`` are deliberately not passed: the process runs as the worker, where
         variables such as ``PYTHONWARNINGS`` or ``LD_PRELOAD`` from a request would execute code. ``spec.secrets``
         are: their names come from the platform, only their values from a request."""
-        python, target = interpreter_for(spec.source)
+        in_container = spec.kind == "inference" and spec.source.startswith("oci://")
+        # A batched image's inference process runs in a container that a local process owns (runtime.container_hub);
+        # ``labels["name"]`` is the container's name for the reaper.
+        python, target = (sys.executable, "") if in_container else interpreter_for(spec.source)
         log_dir = Path(settings.RLMESH_RUN_DIR)
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"{name}.log"
@@ -170,6 +174,8 @@ class LocalRuntime(RuntimeBackend):
         nodelay = settings.RLMESH_TCP_NODELAY and tcp_nodelay.is_tcp(address)
         stats_path(log_path).unlink(missing_ok=True)  # a model server of the same name before this one
         cmd = (serve_command(python, args, nodelay=nodelay) if spec.kind != "inference"
+               else [python, "-m", CONTAINER_HUB_MODULE, "--source", spec.source, "--label",
+                     (labels or {}).get("name", name), "--env-json", json.dumps(spec.env_vars), *args] if in_container
                else [python, "-m", INFERENCE_MODULE, *args] if target == LEROBOT_TARGET
                else [python, "-m", FUSED_MODULE, "--target", target, *args])
         env = {

@@ -25,7 +25,8 @@ def live_server_names() -> set[str]:
     """Names of every server a running shard or a running probe may own right now."""
     live = set()
     for shard in Shard.objects.filter(status=ShardStatus.RUNNING).select_related("evaluation", "workload"):
-        live |= {shard.server_name("env"), shard.server_name("model")}
+        # A batched image's inference process is the evaluation's, shared by its shards on a host (runtime.inference).
+        live |= {shard.server_name("env"), shard.server_name("model"), f"{shard.evaluation.public_id}-inference"}
     probing = ImageVersion.objects.filter(probe_status=ProbeStatus.PROBING).values_list("pk", flat=True)
     return live | {f"probe-{pk}" for pk in probing}
 

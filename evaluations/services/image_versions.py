@@ -220,18 +220,25 @@ def torch_kwargs(source: str) -> dict:
 
 
 def fused_kwargs(version: ImageVersion) -> dict:
-    """The batch shape of a trusted rlmesh model (``python://``, ``python+<venv>://``) whose describe envelope lists a
-    batched corner (``predict_batch`` / ``predict_chunk_batch``), with ``RLMESH_MODEL_BATCH`` ≥ 1: its rows are then
-    batched across the host's episodes (``prebuilt.fused``) and the shape is recorded on the workload, since it is
-    part of what fixes an episode's actions; {} for any other model."""
+    """The batch shape of an rlmesh model (a trusted ``python://`` / ``python+<venv>://`` source, or a pushed image whose
+    describe envelope names its class) whose describe envelope lists a batched corner (``predict_batch`` /
+    ``predict_chunk_batch``), with ``RLMESH_MODEL_BATCH`` ≥ 1: its rows are then batched across the host's episodes
+    (``prebuilt.fused``) and the shape is recorded on the workload, since it is part of what fixes an episode's
+    actions; an image's also names the class (``fused.TARGET_KWARG``). {} for any other model."""
     from ..prebuilt import fused
 
     size = int(settings.RLMESH_MODEL_BATCH)
-    if size < 1 or not version.source.startswith("python") or version.source == LEROBOT_SOURCE:
+    if size < 1 or version.source == LEROBOT_SOURCE or getattr(version, "lerobot", None):
         return {}
     if not fused.batch_corners(version.describe):
         return {}
-    return {fused.BATCH_KWARG: size, fused.WAIT_KWARG: float(settings.RLMESH_MODEL_BATCH_WAIT_MS)}
+    shape = {fused.BATCH_KWARG: size, fused.WAIT_KWARG: float(settings.RLMESH_MODEL_BATCH_WAIT_MS)}
+    if version.source.startswith("python"):
+        return shape
+    target = ((version.describe or {}).get("target") or {}).get("qualname")
+    if version.source.startswith("oci://") and isinstance(target, str) and ":" in target:
+        return {**shape, fused.TARGET_KWARG: target}  # the model's class in the image, which its thin servers declare
+    return {}
 
 
 def recorded_batch(load_kwargs: dict) -> int | None:

@@ -82,7 +82,7 @@ def test_a_model_that_forbids_fusion_is_served_one_call_at_a_time(tmp_path, monk
     assert [r["rows"] for r in _log(tmp_path / "log.jsonl")] == [1]
 
 
-def test_only_trusted_models_that_declare_a_batched_corner_record_a_batch_shape(settings):
+def test_only_models_that_declare_a_batched_corner_record_a_batch_shape(settings):
     from evaluations.models import ImageRepository, ImageVersion
     from evaluations.services.image_versions import fused_kwargs, recorded_batch
 
@@ -92,8 +92,13 @@ def test_only_trusted_models_that_declare_a_batched_corner_record_a_batch_shape(
     assert fused_kwargs(batched) == {fused.BATCH_KWARG: 4, fused.WAIT_KWARG: settings.RLMESH_MODEL_BATCH_WAIT_MS}
     assert recorded_batch(fused_kwargs(batched)) == 4
     assert fused_kwargs(ImageVersion(repository=repo, source=FUSED, describe={"corners": ["predict"]})) == {}
-    assert fused_kwargs(ImageVersion(repository=repo, source="oci://r/x@sha256:" + "0" * 64,
-                                     describe={"corners": ["predict_batch"]})) == {}
+    image = "oci://r/x@sha256:" + "0" * 64
+    assert fused_kwargs(ImageVersion(repository=repo, source=image, describe={"corners": ["predict_batch"]})) == {}
+    assert fused_kwargs(ImageVersion(repository=repo, source=image, describe={  # an image names its model's class
+        "corners": ["predict_batch"], "target": {"qualname": "pkg.models:Policy"}}))[fused.TARGET_KWARG] == \
+        "pkg.models:Policy"
+    assert fused_kwargs(ImageVersion(repository=repo, source=image, lerobot={"sha256": "ab" * 32}, describe={
+        "corners": ["predict_batch"], "target": {"qualname": "pkg.models:Policy"}})) == {}  # a model car: LeRobot's
     settings.RLMESH_MODEL_BATCH = 0
     assert fused_kwargs(batched) == {}
 
