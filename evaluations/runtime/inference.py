@@ -33,13 +33,16 @@ __all__ = ["BatchedModel", "batches", "responsive", "start"]
 
 def batches(spec: ServerSpec) -> bool:
     """Whether ``spec`` is served through a host inference process: the platform's LeRobot server with a batch
-    shape (``RLMESH_MODEL_BATCH`` ≥ 1 recorded as the ``batch`` load kwarg), or a trusted rlmesh model with a batched
-    corner and a recorded batch shape (``fused.BATCH_KWARG``; ``evaluations.prebuilt.fused``)."""
+    shape (``RLMESH_MODEL_BATCH`` ≥ 1 recorded as the ``batch`` load kwarg), or an rlmesh model with a batched corner
+    and a recorded batch shape (``fused.BATCH_KWARG``; an image's also with its class, ``fused.TARGET_KWARG``;
+    ``evaluations.prebuilt.fused``)."""
     try:
         if spec.kind != "model":
             return False
         if spec.source == LEROBOT_SOURCE:
             return int(spec.kwargs.get("batch", 0)) >= 1
+        if spec.source.startswith("oci://") and not spec.kwargs.get(fused.TARGET_KWARG):
+            return False  # an image whose model class is not known: its thin servers could not declare it
         return spec.source.startswith(("python", "oci://")) and int(spec.kwargs.get(fused.BATCH_KWARG, 0)) >= 1
     except (TypeError, ValueError):
         return False

@@ -277,3 +277,17 @@ def test_the_local_runtime_tells_the_two_inference_processes_apart_by_the_lerobo
     from evaluations.runtime.local import LEROBOT_TARGET
 
     assert LEROBOT_SOURCE.partition("://")[2] == LEROBOT_TARGET
+
+
+def test_which_model_servers_go_through_an_inference_process():
+    from evaluations.prebuilt.lerobot.entry import LEROBOT_SOURCE
+    from evaluations.runtime.inference import batches
+
+    shape = {fused.BATCH_KWARG: 4, fused.WAIT_KWARG: 10.0}
+    image = "oci://r/ns/m@sha256:" + "0" * 64
+    assert batches(ServerSpec("model", FUSED, shape))
+    assert batches(ServerSpec("model", image, {**shape, fused.TARGET_KWARG: "pkg.models:Policy"}))
+    assert not batches(ServerSpec("model", image, shape))  # an image whose class is unknown
+    assert not batches(ServerSpec("model", FUSED, {}))  # no shape recorded: served by rlmesh.serve, one call a time
+    assert not batches(ServerSpec("inference", FUSED, shape))
+    assert batches(ServerSpec("model", LEROBOT_SOURCE, {"batch": 4})) and not batches(ServerSpec("model", LEROBOT_SOURCE, shape))
