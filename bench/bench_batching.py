@@ -110,14 +110,8 @@ def cell(checkpoints: Path, mode: str, workers: int, episodes: int, max_steps: i
         if mode != "expert":  # the expert runs its episodes to the end (success); random weights to the cap
             task["maxSteps"] = max_steps
         body = {"name": f"batching {mode} workers {workers}", "models": [model], "tasks": [task]}
-        t0 = time.monotonic()
-        r = live.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
-        eval_id = json.JSONDecoder().raw_decode(r.stdout)[0]["id"]
-        while (e := live.api(f"/v1/evaluations/{eval_id}"))["status"] not in ("completed", "failed", "cancelled"):
-            time.sleep(1)
-        wall = time.monotonic() - t0
-        items = sorted(live.episodes(eval_id), key=lambda i: i["index"])
-        metrics = live.api(f"/v1/evaluations/{eval_id}/metrics")
+        done = live.run(body, poll=1)
+        e, wall, items, metrics = done["evaluation"], done["wallSeconds"], done["items"], done["metrics"]
     finally:
         sampling[0] = False
         live.stop()

@@ -65,14 +65,8 @@ def cell(mode: str, workers: int, episodes: int, batch: int) -> dict:
         task = {"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": episodes, "seed": 0,
                 "workers": workers, "record": "none"}
         body = {"name": f"fused {mode} workers {workers}", "models": ["prebuilt/ppo/cartpole"], "tasks": [task]}
-        t0 = time.monotonic()
-        r = live.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
-        eval_id = json.JSONDecoder().raw_decode(r.stdout)[0]["id"]
-        while (e := live.api(f"/v1/evaluations/{eval_id}"))["status"] not in ("completed", "failed", "cancelled"):
-            time.sleep(0.5)
-        wall = time.monotonic() - t0
-        items = sorted(live.episodes(eval_id), key=lambda i: i["index"])
-        metrics = live.api(f"/v1/evaluations/{eval_id}/metrics")
+        done = live.run(body, poll=0.5)
+        e, wall, items, metrics = done["evaluation"], done["wallSeconds"], done["items"], done["metrics"]
     finally:
         sampling[0] = False
         live.stop()

@@ -87,10 +87,10 @@ def _framework(model_class):
 
 class FusedModel:
     """A loaded rlmesh model answering rows from thin servers: :meth:`predict` (one row, batched with the others that
-    arrive within ``max_wait``) and :meth:`end` (an episode ended). ``batch`` rows a pass; ``stats_path`` as
-    :class:`~.lerobot.batching.ChunkBatcher`'s."""
+    arrive within ``max_wait``) and :meth:`end` (an episode ended). ``batch`` rows a pass; ``stats_path`` and
+    ``peers`` as :class:`~.lerobot.batching.ChunkBatcher`'s."""
 
-    def __init__(self, model, batch: int, max_wait: float, stats_path: str | None = None):
+    def __init__(self, model, batch: int, max_wait: float, stats_path: str | None = None, peers=None):
         from rlmesh._models.base import accepts_context
 
         self.model = model
@@ -107,7 +107,7 @@ class FusedModel:
             self._fn, size = fused, int(batch)
             self._takes_context = accepts_context(fused, 1)
             compute = self._pass
-        self.batcher = ChunkBatcher(compute, size=size, max_wait=max_wait, stats_path=stats_path)
+        self.batcher = ChunkBatcher(compute, size=size, max_wait=max_wait, stats_path=stats_path, peers=peers)
         self._end_lock = threading.Lock()
 
     def predict(self, observation, context: dict):
@@ -161,10 +161,11 @@ def load(target: str, kwargs: dict):
 
 def serve(target: str, address: str, kwargs: dict) -> None:
     """Load ``target`` with ``kwargs`` (:func:`load`), then answer the thin servers at ``address`` forever."""
-    from .lerobot.inference import listen
+    from .lerobot.inference import CONNECTIONS, listen
 
     fused = FusedModel(load(target, kwargs), batch=int(kwargs.get(BATCH_KWARG, 1)),
-                       max_wait=float(kwargs.get(WAIT_KWARG, 10.0)) / 1000, stats_path=os.environ.get(STATS_ENV))
+                       max_wait=float(kwargs.get(WAIT_KWARG, 10.0)) / 1000, stats_path=os.environ.get(STATS_ENV),
+                       peers=CONNECTIONS)
     how = (f"one call at a time: {fused.unbatched}" if fused.unbatched else
            f"batch {fused.batcher.size}, wait {fused.batcher.max_wait * 1000:g} ms")
     print(f"inference process ready at {address} ({target}, {how})", flush=True)

@@ -291,3 +291,38 @@ def test_which_model_servers_go_through_an_inference_process():
     assert not batches(ServerSpec("model", FUSED, {}))  # no shape recorded: served by rlmesh.serve, one call a time
     assert not batches(ServerSpec("inference", FUSED, shape))
     assert batches(ServerSpec("model", LEROBOT_SOURCE, {"batch": 4})) and not batches(ServerSpec("model", LEROBOT_SOURCE, shape))
+
+
+def test_a_pass_waits_for_no_more_rows_than_thin_servers_are_connected(tmp_path, monkeypatch):
+    """Two thin servers connected, batch 4, a 30 s wait: their two rows make a pass at once (a pass of 2 real rows),
+    instead of each pass waiting the whole 30 s for rows 3 and 4 that no one can send."""
+    import time
+
+    import numpy as np
+
+    from evaluations.prebuilt.lerobot import inference, remote
+
+    monkeypatch.setenv(remote.KEY_ENV, "k" * 32)
+    model = fused.FusedModel(fused.load("tests.support.fused_model:FusedPolicy", {}), batch=4, max_wait=30.0,
+                             peers=inference.CONNECTIONS)
+    address = f"unix://{tmp_path}/inference.sock"
+    threading.Thread(target=inference.listen, args=(address, fused._responder(model)), daemon=True).start()
+    wait_for(lambda: (tmp_path / "inference.sock").exists(), timeout=5, interval=0.01)
+    clients = [remote.InferenceClient(address) for _ in range(2)]
+    assert [c.ping() for c in clients] and inference.CONNECTIONS() == 2  # each holds its connection open
+    actions = [None, None]
+
+    def ask(i):
+        actions[i] = clients[i].request({"observation": np.full(4, 0.1 * i, dtype=np.float32),
+                                         "context": {"episode_id": f"e{i}", "episode_seed": i}})["action"]
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads), "a pass waited for rows no connected thin server could send"
+    assert None not in actions and dict(model.batcher.seen) == {2: 1}
+    for c in clients:
+        c.close()
+    wait_for(lambda: inference.CONNECTIONS() == 0, timeout=5, interval=0.05)

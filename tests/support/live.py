@@ -177,6 +177,21 @@ class LivePlatform:
             if not cursor:
                 return items
 
+    def run(self, body: dict, poll: float = 1.0) -> dict:
+        """Submit ``body`` with the official CLI and wait for it to end: ``{"id", "evaluation" (its final record),
+        "wallSeconds" (submit → ended), "items" (its episodes by index), "metrics"}``."""
+        t0 = time.monotonic()
+        r = self.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
+        if r.returncode != 0:
+            raise RuntimeError(f"submit failed: {r.stderr}")
+        eval_id = json.JSONDecoder().raw_decode(r.stdout)[0]["id"]
+        while (e := self.api(f"/v1/evaluations/{eval_id}"))["status"] not in ("completed", "failed", "cancelled"):
+            time.sleep(poll)
+        wall = time.monotonic() - t0
+        return {"id": eval_id, "evaluation": e, "wallSeconds": wall,
+                "items": sorted(self.episodes(eval_id), key=lambda i: i["index"]),
+                "metrics": self.api(f"/v1/evaluations/{eval_id}/metrics")}
+
     def cancel_unfinished(self) -> list[str]:
         """Cancel every queued or running evaluation of the demo org (after a test, so a failed one does not go on
         loading the host under the tests after it); returns their ids. Best effort: a platform that does not answer

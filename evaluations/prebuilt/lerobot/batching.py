@@ -59,12 +59,17 @@ class ChunkBatcher:
     ``compute(rows) -> list``: one result per row of ``rows`` (a list of ``size`` items, the real ones first);
     called on the batcher's own thread. ``size`` ≥ 1 rows per call; ``max_wait`` seconds (≥ 0) the first request
     of a call waits for others. ``stats_path``: where the batch sizes seen are written after every call, before its
-    waiters return (atomic replace), or None. :meth:`submit` raises whatever ``compute`` raised for that call."""
+    waiters return (atomic replace), or None. :meth:`submit` raises whatever ``compute`` raised for that call.
 
-    def __init__(self, compute, size: int, max_wait: float, stats_path: str | None = None):
+    ``peers``: how many callers could send a row now (an inference process's open connections, one per thin server),
+    or None when unknown. A call waits for no more rows than that: with 2 shards and batch 4, waiting for rows 3 and
+    4 would cost every pass the whole ``max_wait`` (measured: predict p50 6.7 ms against 0.4 ms unbatched for a small
+    numpy model). The shape stays ``size`` whatever the count: which rows share a pass never changes a row."""
+
+    def __init__(self, compute, size: int, max_wait: float, stats_path: str | None = None, peers=None):
         if size < 1 or max_wait < 0:
             raise ValueError(f"size must be >= 1 and max_wait >= 0 (got {size}, {max_wait})")
-        self.compute, self.size, self.max_wait = compute, int(size), float(max_wait)
+        self.compute, self.size, self.max_wait, self.peers = compute, int(size), float(max_wait), peers
         self.seen: Counter[int] = Counter()
         #: Seconds spent in ``compute`` over the passes in ``seen``.
         self.seconds = 0.0
@@ -83,6 +88,8 @@ class ChunkBatcher:
         pending = [self._requests.get()]
         deadline = time.monotonic() + self.max_wait
         while len(pending) < self.size:
+            if self.peers is not None and len(pending) >= self.peers():
+                break  # every caller that could send a row has: none is coming
             left = deadline - time.monotonic()
             try:
                 pending.append(self._requests.get(timeout=left) if left > 0 else self._requests.get_nowait())

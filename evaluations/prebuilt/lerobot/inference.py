@@ -38,7 +38,7 @@ import numpy as np
 
 from .remote import KEY_ENV, InferenceClient, address_path, handshake, shared_key
 
-__all__ = ["IN_FLIGHT", "KEY_ENV", "InferenceClient", "listen", "policy_responder", "serve"]
+__all__ = ["CONNECTIONS", "IN_FLIGHT", "KEY_ENV", "InferenceClient", "listen", "policy_responder", "serve"]
 
 #: Episodes whose queues a connection keeps at once (a thin server runs one at a time; a few for safety). An episode
 #: evicted and then asked for again is an error, never a silent restart of its queues.
@@ -67,6 +67,25 @@ class InFlight:
 
 
 IN_FLIGHT = InFlight()
+
+
+class Connections:
+    """How many authenticated connections are open (one per thin server, a ping's for a moment): the most rows that
+    can be waiting at once, which bounds how long a batcher waits (``ChunkBatcher(peers=)``)."""
+
+    def __init__(self):
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> int:
+        return self.count
+
+    def opened(self, delta: int) -> None:
+        with self._lock:
+            self.count += delta
+
+
+CONNECTIONS = Connections()
 
 
 def _answer(policy, request: dict, episodes: OrderedDict, ended: set) -> dict:
@@ -102,6 +121,14 @@ def _connection(sock: socket.socket, key: bytes, respond) -> None:
         conn = handshake(sock, key, server=True)
     except Exception:  # noqa: BLE001 - a readiness probe, a wrong key or a silent peer: refused, the others go on
         return
+    CONNECTIONS.opened(1)
+    try:
+        _exchange(conn, respond)
+    finally:
+        CONNECTIONS.opened(-1)
+
+
+def _exchange(conn, respond) -> None:
     with conn:
         while True:
             try:
@@ -125,6 +152,8 @@ def serve(address: str, kwargs: dict) -> None:
 
     policy = LeRobotPolicy()
     policy.load(**kwargs)
+    if policy.batcher is not None:
+        policy.batcher.peers = CONNECTIONS  # no pass waits for rows no thin server can send
     print(f"inference process ready at {address} ({policy.type}, batch "
           f"{policy.batcher.size if policy.batcher is not None else 'off: one call at a time'})", flush=True)
     listen(address, lambda: policy_responder(policy))
