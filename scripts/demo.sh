@@ -29,6 +29,12 @@ url="http://127.0.0.1:${PORT}"
 # restart one alone) with the settings written here. Both append to their logs (var/web.log, var/worker.log).
 printf 'DEBUG=%s\nRLMESH_STATIC_MANIFEST=%s\nRLMESH_AGENT_ALLOW_PRIVATE_TARGETS=%s\nPORT=%s\nRLMESH_ACCESS_LOG=%s\n' \
   "$DEBUG" "$RLMESH_STATIC_MANIFEST" "$RLMESH_AGENT_ALLOW_PRIVATE_TARGETS" "$PORT" "$RLMESH_ACCESS_LOG" >var/demo.env
+# Any other setting given to `make demo` (RLMESH_MODEL_BATCH=4 make demo) is kept too, so `make web` and
+# `make worker` restart with it rather than silently without it (docs/running/settings.md).
+while IFS='=' read -r name _; do
+  case "$name" in DEBUG|RLMESH_STATIC_MANIFEST|RLMESH_AGENT_ALLOW_PRIVATE_TARGETS|PORT|RLMESH_ACCESS_LOG) continue ;; esac
+  printf '%s=%q\n' "$name" "${!name}" >>var/demo.env
+done < <(env | grep -E '^(RLMESH_[A-Z0-9_]+|DATABASE_URL|CELERY_BROKER_URL)=' || true)
 bash scripts/web.sh >/dev/null
 bash scripts/worker.sh >/dev/null
 
@@ -124,6 +130,8 @@ echo "Open run:   $url/agents$($PY -c 'import json,sys; print(json.loads(sys.arg
 echo "Launch more from the dashboard: $url/evaluations/agents/new"
 # --- end agent evaluations
 echo
+echo "Dashboard:  $url  (sign in at $url/accounts/login/ as demo / demo-password)"
 echo "Go on with the CLI or rlmesh.platform.Client:"
 echo "export RLMESH_PLATFORM_URL=$url"
 echo "export RLMESH_API_KEY=$api_key"
+echo ".venv/bin/rlmesh eval submit examples/cartpole.json --wait"

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,10 @@ from .base import RuntimeBackendError, ServedEndpoint, stats_path
 from .processes import pid_alive, start_time
 
 __all__ = ["SharedServer", "acquire", "model_key"]
+
+#: Seconds a shared server has to exit after its last lease's SIGTERM before it is killed (a batched image's owner
+#: removes its container in that time).
+STOP_GRACE = 10.0
 
 
 def _dir() -> Path:
@@ -119,12 +124,22 @@ class SharedServer(ServedEndpoint):
 
     def _end(self, sig: int) -> None:
         """Send ``sig`` to the server's process group while it is still this server (its pid not reused), and
-        remove its socket's directory (the worker that started it may live on long after)."""
+        remove its socket's directory (the worker that started it may live on long after). A server still there
+        :data:`STOP_GRACE` seconds after a SIGTERM is killed: a stopped or wedged one never handles it (found by a
+        fresh user: a ``SIGSTOP``-ed inference process outlived its evaluation, its SIGTERM pending)."""
         if self.alive():
             try:
                 os.killpg(self.pid, sig)
             except ProcessLookupError:
                 pass
+            deadline = time.monotonic() + STOP_GRACE
+            while sig != signal.SIGKILL and self.alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if self.alive():
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         if self._sock_dir:
             shutil.rmtree(self._sock_dir, ignore_errors=True)
 

@@ -296,7 +296,6 @@ def test_which_model_servers_go_through_an_inference_process():
 def test_a_pass_waits_for_no_more_rows_than_thin_servers_are_connected(tmp_path, monkeypatch):
     """Two thin servers connected, batch 4, a 30 s wait: their two rows make a pass at once (a pass of 2 real rows),
     instead of each pass waiting the whole 30 s for rows 3 and 4 that no one can send."""
-    import time
 
     import numpy as np
 
@@ -326,3 +325,28 @@ def test_a_pass_waits_for_no_more_rows_than_thin_servers_are_connected(tmp_path,
     for c in clients:
         c.close()
     wait_for(lambda: inference.CONNECTIONS() == 0, timeout=5, interval=0.05)
+
+
+def test_a_process_that_goes_away_mid_request_is_named_as_such(tmp_path, monkeypatch):
+    """Found by a fresh user: a process ended by SIGTERM mid-request made episodes end with "unreachable: EOFError: "
+    and nothing after it."""
+    import socket as sockets
+
+    from evaluations.prebuilt.lerobot import remote
+
+    monkeypatch.setenv(remote.KEY_ENV, "k" * 32)
+    path = tmp_path / "inference.sock"
+    listener = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+
+    def serve_once():
+        sock, _ = listener.accept()
+        conn = remote.handshake(sock, b"k" * 32, server=True)
+        conn.recv()
+        conn.close()  # gone before it answers
+
+    threading.Thread(target=serve_once, daemon=True).start()
+    with pytest.raises(RuntimeError, match="unreachable: EOFError: the connection closed"):
+        remote.InferenceClient(f"unix://{path}").request({"observation": 1, "context": {}})
+    listener.close()

@@ -227,3 +227,30 @@ def test_killing_a_shared_server_ends_it_whatever_its_leases_and_the_next_lease_
         for p in procs:
             p.kill()
             p.wait()
+
+
+def test_a_stopped_shared_server_is_killed_when_its_last_lease_ends(settings, tmp_path, monkeypatch):
+    """Found by a fresh user: an inference process stopped with SIGSTOP (wedged, as far as anyone can tell) never
+    handles the SIGTERM of its last lease and outlived its evaluation. Past the grace it is killed."""
+    import signal
+    import subprocess
+
+    from evaluations.runtime import shared
+
+    settings.RLMESH_RUN_DIR = str(tmp_path)
+    monkeypatch.setattr(shared, "STOP_GRACE", 1.0)
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+
+    class Started:
+        def __init__(self):
+            self.proc, self.address, self.log_path = proc, "unix:///x/inference.sock", tmp_path / "hub.log"
+            self.ready_seconds = 0.1
+
+    try:
+        lease = shared.acquire("stopped", Started)
+        proc.send_signal(signal.SIGSTOP)
+        lease.stop()
+        assert proc.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        proc.kill()
+        proc.wait()

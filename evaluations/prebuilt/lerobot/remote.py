@@ -118,7 +118,8 @@ class InferenceClient:
                 reply = self._conn.recv()
             except (OSError, EOFError, TimeoutError, AuthenticationError) as exc:
                 self._drop()
-                raise RuntimeError(f"the host's inference process is unreachable: {type(exc).__name__}: {exc}") from None
+                detail = str(exc) or "the connection closed (the process exited or was stopped)"
+                raise RuntimeError(f"the host's inference process is unreachable: {type(exc).__name__}: {detail}") from None
         if "error" in reply:
             raise RuntimeError(f"the host's inference process failed: {reply['error']}")
         return reply
