@@ -74,15 +74,21 @@ def _target(spec: str):
     return getattr(importlib.import_module(module), name)
 
 
-def _framework(model_class):
-    """The rlmesh framework base of ``model_class`` (``rlmesh.numpy.Model``, ``rlmesh.torch.Model``, …): what fixes
-    how rlmesh decodes a model input and encodes an action."""
-    from rlmesh._models.base import ModelBase
+#: The rlmesh frameworks whose model inputs and actions cross the wire (numpy arrays, torch and jax tensors pickle
+#: by value); the raw-Value ``rlmesh.Model``'s native tensors do not.
+FRAMEWORKS = ("rlmesh.numpy", "rlmesh.torch", "rlmesh.jax")
 
-    for base in model_class.__mro__:
-        if base is not ModelBase and base.__module__.startswith("rlmesh") and issubclass(base, ModelBase):
+
+def _framework(model_class):
+    """The rlmesh framework base of ``model_class`` (``rlmesh.numpy.Model``, ``rlmesh.torch.Model`` or
+    ``rlmesh.jax.Model``): what fixes how rlmesh decodes a model input and encodes an action. TypeError, saying
+    why, for anything else (a policy object rlmesh wraps, a raw-Value model): those are served by ``rlmesh.serve``."""
+    for base in getattr(model_class, "__mro__", ()):
+        if base.__name__ == "Model" and base.__module__ in FRAMEWORKS:
             return base
-    raise TypeError(f"{model_class.__qualname__} is not an rlmesh Model subclass: only those are batched")
+    raise TypeError(f"{getattr(model_class, '__qualname__', model_class)} cannot be batched across episodes: only "
+                    f"a subclass of {', '.join(f + '.Model' for f in FRAMEWORKS)} is (set RLMESH_MODEL_BATCH=0 to "
+                    "serve it with rlmesh.serve)")
 
 
 class FusedModel:
@@ -108,7 +114,8 @@ class FusedModel:
             self._takes_context = accepts_context(fused, 1)
             compute = self._pass
         self.batcher = ChunkBatcher(compute, size=size, max_wait=max_wait, stats_path=stats_path, peers=peers)
-        self._end_lock = threading.Lock()
+        #: Held by a pass and by an episode's end: the model is never in its forward and its end hook at once.
+        self._model_lock = threading.Lock()
 
     def predict(self, observation, context: dict):
         """The action for one row: ``observation`` the model input, ``context`` rlmesh's raw ``{"episode_id",
@@ -117,35 +124,60 @@ class FusedModel:
 
     def end(self, episode_id: str) -> None:
         """Episode ``episode_id`` ended: the model's episode store drops it and the model's own hook runs."""
-        with self._end_lock:
+        with self._model_lock:
             self.model._on_episode_end(episode_id)
 
     def _one(self, rows: list) -> list:
         row = rows[0]
-        obs = self.model._to_device(row["observation"])
-        return [self._fn(obs, row["context"]) if self._takes_context else self._fn(obs)]
+        with self._model_lock:
+            obs = self.model._to_device(row["observation"])
+            return [self._fn(obs, row["context"]) if self._takes_context else self._fn(obs)]
 
     def _pass(self, rows: list) -> list:
         # The batcher fills free rows with the first row itself: those get the anonymous context.
         contexts = [r["context"] if i == 0 or r is not rows[0] else dict(ANONYMOUS) for i, r in enumerate(rows)]
-        fused = self.bridge.tree_stack([self.model._to_device(r["observation"]) for r in rows])
-        actions = self._fn(fused, contexts) if self._takes_context else self._fn(fused)
-        return self.bridge.tree_unstack(actions, len(rows))
+        with self._model_lock:
+            fused = self.bridge.tree_stack([self.model._to_device(r["observation"]) for r in rows])
+            actions = self._fn(fused, contexts) if self._takes_context else self._fn(fused)
+            return self.bridge.tree_unstack(actions, len(rows))
 
 
 def _responder(fused: FusedModel):
+    """The process's responder factory (``lerobot.inference.listen``): one responder per connection, which is one
+    thin server's, running one episode at a time. An episode whose end never arrives (its thin server was stopped,
+    restarted or cut off) is ended when the connection's next episode starts or the connection closes, so its state
+    does not stay in the model for the life of the process; an end is never passed on twice."""
     from .lerobot.inference import IN_FLIGHT
 
-    def respond(request: dict) -> dict:
-        if request.get("ping"):
-            return {"stalledSeconds": IN_FLIGHT.oldest_seconds()}
-        if "end" in request:
-            fused.end(str(request["end"]))
-            return {}
-        with IN_FLIGHT:
-            return {"action": fused.predict(request["observation"], request.get("context"))}
+    def make():
+        current: list = [None]  # the connection's episode in progress
+        ended: list = []  # its latest ends, so a late explicit end is not passed on again
 
-    return lambda: respond
+        def end(episode: str) -> None:
+            if episode and episode not in ended:
+                ended[:] = [*ended[-7:], episode]
+                fused.end(episode)
+
+        def respond(request: dict) -> dict:
+            if request.get("ping"):
+                return {"stalledSeconds": IN_FLIGHT.oldest_seconds()}
+            if "end" in request:
+                episode = str(request["end"])
+                if episode == current[0]:
+                    current[0] = None
+                end(episode)
+                return {}
+            episode = str((request.get("context") or {}).get("episode_id") or "")
+            if current[0] and episode != current[0]:
+                end(current[0])
+            current[0] = episode or None
+            with IN_FLIGHT:
+                return {"action": fused.predict(request["observation"], request.get("context"))}
+
+        respond.closed = lambda: current[0] and end(current[0])
+        return respond
+
+    return make
 
 
 def load(target: str, kwargs: dict):
@@ -156,7 +188,12 @@ def load(target: str, kwargs: dict):
     model_class = _target(target)
     _framework(model_class)
     own = {k: v for k, v in kwargs.items() if k not in (BATCH_KWARG, WAIT_KWARG, TARGET_KWARG)}
-    return construct_authored_model(model_class, **own)
+    model = construct_authored_model(model_class, **own)
+    if getattr(model, "spec", None) is not getattr(model_class, "spec", None):
+        # rlmesh adapts with the spec the model holds after load(); the thin servers declare the class's.
+        raise TypeError(f"{target} sets its spec in load(): it cannot be batched across episodes (its thin servers "
+                        "declare the class's spec); set spec on the class, or RLMESH_MODEL_BATCH=0")
+    return model
 
 
 def serve(target: str, address: str, kwargs: dict) -> None:

@@ -10,6 +10,8 @@ then on :func:`evaluations.runs.session.run_session_episode`. Both share the out
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import time
 
@@ -136,26 +138,45 @@ class ShardRunner:
             # The shards of an evaluation on this host that run one model the same way share its weights
             # (runtime.shared): one rlmesh model server, or, for a batching model, one inference process that each
             # shard's thin server asks (runtime.inference), so their episodes meet in its batcher.
-            key = shared.model_key(self.evaluation.pk, spec)
+            key = self._model_key(spec)
             if inference.batches(spec):
                 return inference.start(key, spec, backend, self.shard.server_name(kind),
                                        lambda hub: self._count_model_memory(spec, hub))
             return shared.acquire(key, start)
+        if kind == "model" and spec.source.startswith("oci://") and inference.batches(spec) \
+                and not settings.RLMESH_DOCKER_HOST.startswith("unix://"):
+            # Its processes share a host folder, which a remote engine's containers cannot see: served as it is.
+            log(self.evaluation, f"{self.workload.model_ref} is served one call at a time: batching an image across "
+                f"episodes needs a local engine (DOCKER_HOST is {settings.RLMESH_DOCKER_HOST})",
+                level=LogLevel.WARNING, source="runtime", shard=self.shard)
+            spec = inference.unbatched(spec)
+            return backend.start(spec, name=self.shard.server_name(kind))
         if kind == "model" and spec.source.startswith("oci://") and inference.batches(spec):
             # A pushed image with a batched corner: its inference process in a container of the image, shared by the
             # evaluation's shards on this host (each its own when servers are not shared), a thin server per shard.
-            key = shared.model_key(self.evaluation.pk, spec) + ("" if settings.RLMESH_SHARE_MODEL_SERVERS
-                                                                 else f"-shard{self.shard.pk}")
+            key = self._model_key(spec) + ("" if settings.RLMESH_SHARE_MODEL_SERVERS else f"-shard{self.shard.pk}")
             return inference.start(key, spec, backend, self.shard.server_name(kind),
                                    lambda hub: self._count_model_memory(spec, hub),
                                    label=f"{self.evaluation.public_id}-inference")
         if local and inference.batches(spec) and spec.source != LEROBOT_SOURCE:
             # Not shared, but still served at the batch shape recorded on the workload: an inference process of the
             # shard's own (an rlmesh model's load() never sees the batch keys; prebuilt.fused).
-            key = f"{shared.model_key(self.evaluation.pk, spec)}-shard{self.shard.pk}"
+            key = f"{self._model_key(spec)}-shard{self.shard.pk}"
             return inference.start(key, spec, backend, self.shard.server_name(kind),
                                    lambda hub: self._count_model_memory(spec, hub))
         return start()
+
+    def _model_key(self, spec: ServerSpec) -> str:
+        """The registry key of the shared model server of ``spec`` (``shared.model_key``); an rlmesh model batched
+        in an inference process (``prebuilt.fused``) has one per task too: rows of one pass are stacked, and another
+        task's observations may have other shapes, keys or dtypes (stacking float32 with float64 would change a row's
+        numbers by its neighbours)."""
+        key = shared.model_key(self.evaluation.pk, spec)
+        if not inference.batches(spec) or spec.source == LEROBOT_SOURCE:
+            return key  # LeRobot's processors give every task the policy's own input shapes
+        w = self.workload
+        task = json.dumps([w.env_version_id, w.task_id, w.env_kwargs], sort_keys=True, default=str)
+        return f"{key}-{hashlib.sha256(task.encode()).hexdigest()[:8]}"
 
     def _count_model_memory(self, spec: ServerSpec, server: ServedEndpoint) -> None:
         """Count a local model server's memory in the host ledger once, for as long as its process runs (a shared

@@ -28,6 +28,8 @@ from django.conf import settings
 from .base import RuntimeBackend, RuntimeBackendError, ServedEndpoint, ServerSpec, accepts_connections
 
 SERVING_PORT = "50051/tcp"
+#: The user every container runs as.
+CONTAINER_UID = 10001
 #: Where an env container's unix socket lives inside the container (a host temp dir is mounted there).
 CONTAINER_SOCK_DIR = "/run/rlmesh"
 #: Where a batched image's inference process keeps its socket, in its container and in its thin servers' (a host
@@ -79,7 +81,7 @@ def isolation_kwargs() -> dict:
         "mem_limit": settings.RLMESH_CONTAINER_MEMORY,
         "nano_cpus": int(settings.RLMESH_CONTAINER_CPUS * 1e9),
         "pids_limit": settings.RLMESH_CONTAINER_PIDS,
-        "user": "10001",
+        "user": str(CONTAINER_UID),
         **({"network": settings.RLMESH_CONTAINER_NETWORK, "dns": ["127.0.0.1"]} if settings.RLMESH_CONTAINER_NETWORK else {}),
     }
 
@@ -107,15 +109,17 @@ def fused_code_dir() -> str:
     return str(dest)
 
 
-def fused_container_kwargs(c, image: str, hub_dir: str) -> tuple[str, dict, dict]:
+def fused_container_kwargs(c, image: str, hub_dir: str, env_vars: dict | None = None) -> tuple[str, dict, dict]:
     """``(python, environment, volumes)`` for a batched image's inference process or thin server: the image's own
     Python (its ``rlmesh.serve`` entrypoint's, else ``python3``), ``PYTHONPATH`` with :data:`CODE_DIR` before the
-    image's own, and the two mounts (the modules read-only, ``hub_dir`` read-write at :data:`HUB_DIR`)."""
+    request's (``env_vars``) or else the image's own, and the two mounts (the modules read-only, ``hub_dir``
+    read-write at :data:`HUB_DIR`)."""
     config = (c.images.get(image).attrs or {}).get("Config") or {}
     entry = list(config.get("Entrypoint") or [])
     python = entry[0] if entry[1:3] == ["-m", "rlmesh.serve"] else "python3"
     env = dict(e.split("=", 1) for e in config.get("Env") or [] if "=" in e)
-    path = ":".join(p for p in (CODE_DIR, env.get("PYTHONPATH", "")) if p)
+    theirs = (env_vars or {}).get("PYTHONPATH", env.get("PYTHONPATH", ""))
+    path = ":".join(p for p in (CODE_DIR, str(theirs)) if p)
     volumes = {fused_code_dir(): {"bind": CODE_DIR, "mode": "ro"}, hub_dir: {"bind": HUB_DIR, "mode": "rw"}}
     return python, {"PYTHONPATH": path}, volumes
 
@@ -132,7 +136,7 @@ def start_hub_container(spec: ServerSpec, hub_dir: str, *, name: str, label: str
     pull(image)
     c = client()
     try:
-        python, environment, volumes = fused_container_kwargs(c, image, hub_dir)
+        python, environment, volumes = fused_container_kwargs(c, image, hub_dir, spec.env_vars)
         target = str(spec.kwargs.get(fused.TARGET_KWARG, ""))
         kwargs = {k: v for k, v in isolation_kwargs().items() if k not in ("network", "dns")}
         return c.containers.run(
@@ -276,7 +280,7 @@ class DockerRuntime(RuntimeBackend):
         if spec.kind == "model" and spec.hub_dir:
             # A thin server of a batched image (runtime.inference): rlmesh.serve of prebuilt.fused's thin model, which
             # asks the host's inference process through its socket folder, mounted here.
-            python, extra, volumes = fused_container_kwargs(c, image, spec.hub_dir)
+            python, extra, volumes = fused_container_kwargs(c, image, spec.hub_dir, spec.env_vars)
             environment.update(extra)
             kwargs.update(entrypoint=[python, "-m", "rlmesh.serve"], command=["evaluations.prebuilt.fused:Thin"],
                           volumes=volumes)

@@ -28,7 +28,7 @@ from . import shared
 from .base import ServedEndpoint, ServerSpec
 from .local import LocalRuntime
 
-__all__ = ["BatchedModel", "batches", "responsive", "start"]
+__all__ = ["BatchedModel", "batches", "responsive", "start", "unbatched"]
 
 
 def batches(spec: ServerSpec) -> bool:
@@ -46,6 +46,12 @@ def batches(spec: ServerSpec) -> bool:
         return spec.source.startswith(("python", "oci://")) and int(spec.kwargs.get(fused.BATCH_KWARG, 0)) >= 1
     except (TypeError, ValueError):
         return False
+
+
+def unbatched(spec: ServerSpec) -> ServerSpec:
+    """``spec`` without the batch keys ``prebuilt.fused`` reads (what ``rlmesh.serve`` of the model takes)."""
+    kwargs = {k: v for k, v in spec.kwargs.items() if k not in (fused.BATCH_KWARG, fused.WAIT_KWARG, fused.TARGET_KWARG)}
+    return ServerSpec(spec.kind, spec.source, kwargs, dict(spec.env_vars), dict(spec.secrets), spec.ready_timeout)
 
 
 def _thin_spec(spec: ServerSpec, address: str, secrets: dict) -> ServerSpec:

@@ -120,7 +120,9 @@ class SharedServer(ServedEndpoint):
         with _registry(self.key) as state:
             if state and state.get("pid") == self.pid:
                 state.clear()
-        self._end(signal.SIGKILL)
+        # SIGTERM first (then SIGKILL past the grace): a batched image's server is the local process that owns its
+        # container, and removes the wedged container when told to stop; a SIGKILL would leave it running.
+        self._end(signal.SIGTERM)
 
     def _end(self, sig: int) -> None:
         """Send ``sig`` to the server's process group while it is still this server (its pid not reused), and

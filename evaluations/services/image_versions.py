@@ -235,10 +235,21 @@ def fused_kwargs(version: ImageVersion) -> dict:
     shape = {fused.BATCH_KWARG: size, fused.WAIT_KWARG: float(settings.RLMESH_MODEL_BATCH_WAIT_MS)}
     if version.source.startswith("python"):
         return shape
-    target = ((version.describe or {}).get("target") or {}).get("qualname")
-    if version.source.startswith("oci://") and isinstance(target, str) and ":" in target:
+    describe = version.describe or {}
+    target = (describe.get("target") or {}).get("qualname")
+    # The image's own rlmesh runs the platform's part of the inference process (prebuilt.fused), which reads rlmesh's
+    # model internals: the version the platform was built and tested with, only.
+    same_rlmesh = (describe.get("runtime") or {}).get("package_version") == rlmesh_version()
+    if version.source.startswith("oci://") and isinstance(target, str) and ":" in target and same_rlmesh:
         return {**shape, fused.TARGET_KWARG: target}  # the model's class in the image, which its thin servers declare
     return {}
+
+
+def rlmesh_version() -> str:
+    """The rlmesh version of this platform."""
+    import rlmesh
+
+    return str(rlmesh.__version__)
 
 
 def recorded_batch(load_kwargs: dict) -> int | None:

@@ -83,6 +83,8 @@ def test_a_model_that_forbids_fusion_is_served_one_call_at_a_time(tmp_path, monk
 
 
 def test_only_models_that_declare_a_batched_corner_record_a_batch_shape(settings):
+    import rlmesh
+
     from evaluations.models import ImageRepository, ImageVersion
     from evaluations.services.image_versions import fused_kwargs, recorded_batch
 
@@ -94,11 +96,14 @@ def test_only_models_that_declare_a_batched_corner_record_a_batch_shape(settings
     assert fused_kwargs(ImageVersion(repository=repo, source=FUSED, describe={"corners": ["predict"]})) == {}
     image = "oci://r/x@sha256:" + "0" * 64
     assert fused_kwargs(ImageVersion(repository=repo, source=image, describe={"corners": ["predict_batch"]})) == {}
-    assert fused_kwargs(ImageVersion(repository=repo, source=image, describe={  # an image names its model's class
-        "corners": ["predict_batch"], "target": {"qualname": "pkg.models:Policy"}}))[fused.TARGET_KWARG] == \
-        "pkg.models:Policy"
-    assert fused_kwargs(ImageVersion(repository=repo, source=image, lerobot={"sha256": "ab" * 32}, describe={
-        "corners": ["predict_batch"], "target": {"qualname": "pkg.models:Policy"}})) == {}  # a model car: LeRobot's
+    named = {"corners": ["predict_batch"], "target": {"qualname": "pkg.models:Policy"},
+             "runtime": {"package_version": rlmesh.__version__}}
+    assert fused_kwargs(ImageVersion(repository=repo, source=image, describe=named))[fused.TARGET_KWARG] == \
+        "pkg.models:Policy"  # an image names its model's class
+    other = {**named, "runtime": {"package_version": "0.2.0"}}  # the platform's part runs on the image's rlmesh
+    assert fused_kwargs(ImageVersion(repository=repo, source=image, describe=other)) == {}
+    assert fused_kwargs(ImageVersion(repository=repo, source=image, lerobot={"sha256": "ab" * 32},
+                                     describe=named)) == {}  # a model car: LeRobot's
     settings.RLMESH_MODEL_BATCH = 0
     assert fused_kwargs(batched) == {}
 
@@ -119,9 +124,10 @@ def _version(namespace: str, source: str) -> str:
 
 @pytest.mark.timeout(300)
 def test_workers_1_and_4_give_the_same_episodes_through_the_platform(tenant_a, api, settings, tmp_path, monkeypatch):
-    """``RLMESH_MODEL_BATCH=4``: the model's batch shape is on the workload and every episode, it runs in the host's
-    inference process behind a thin server per shard, and 1 and 4 workers give the same trajectory digests; the
-    model saw each episode's end."""
+    """``RLMESH_MODEL_BATCH=4`` on SQLite, shards run one after another: what the platform routes and records. The
+    batch shape is on the workload and every episode, the model runs in the host's inference process behind a thin
+    server per shard (every pass of the recorded shape), and 1 and 4 workers give the same digests; the model saw
+    each episode's end. Episodes meeting in a pass: the thin-servers test and the PostgreSQL + Redis test."""
     from evaluations.reports.scores import evaluation_metrics
 
     settings.RLMESH_MODEL_BATCH = 4
@@ -205,6 +211,14 @@ def test_separate_thin_servers_meet_in_one_pass_and_keep_their_episodes(settings
         for i in range(4):
             episode(i, alone)
         stats = hub.batch_stats()
+        # The same model served by rlmesh.serve itself (one row a call): a consistent mistake of the batched path
+        # (a predict_index off by one, a lost state) would give other episodes than rlmesh's own.
+        plain = LocalRuntime().start(ServerSpec("model", FUSED), name="plain")
+        servers.append(plain)
+        thins = [plain] * 4
+        served: dict = {}
+        for i in range(4):
+            episode(i, served)
     finally:
         os.environ.pop("FUSED_MODEL_LOG", None)
         for s in servers:
@@ -213,9 +227,12 @@ def test_separate_thin_servers_meet_in_one_pass_and_keep_their_episodes(settings
             p.kill()
             p.wait()
     assert together == alone and len(together) == 4 and len(set(together.values())) == 4
+    assert served == alone  # this model's rows are the same bits in a pass of 1 and of 4
     assert met, "no pass held rows of two episodes"
     assert stats["size"] == 4 and max(int(k) for k in stats["calls"]) > 1, stats
-    assert len([r for r in _log(log) if "end" in r]) >= 8  # every episode's end reached the model
+    records = _log(log)
+    ends = [r["end"] for r in records if "end" in r]
+    assert sorted(ends) == sorted({e for r in records for e in r.get("episodes", ())}), ends  # each ended once
 
 
 def _accepts(port: int) -> bool:
@@ -281,7 +298,7 @@ def test_the_local_runtime_tells_the_two_inference_processes_apart_by_the_lerobo
 
 def test_which_model_servers_go_through_an_inference_process():
     from evaluations.prebuilt.lerobot.entry import LEROBOT_SOURCE
-    from evaluations.runtime.inference import batches
+    from evaluations.runtime.inference import batches, unbatched
 
     shape = {fused.BATCH_KWARG: 4, fused.WAIT_KWARG: 10.0}
     image = "oci://r/ns/m@sha256:" + "0" * 64
@@ -291,6 +308,9 @@ def test_which_model_servers_go_through_an_inference_process():
     assert not batches(ServerSpec("model", FUSED, {}))  # no shape recorded: served by rlmesh.serve, one call a time
     assert not batches(ServerSpec("inference", FUSED, shape))
     assert batches(ServerSpec("model", LEROBOT_SOURCE, {"batch": 4})) and not batches(ServerSpec("model", LEROBOT_SOURCE, shape))
+    # What rlmesh.serve of the model takes when an image cannot be batched here (a remote engine).
+    assert unbatched(ServerSpec("model", image, {**shape, fused.TARGET_KWARG: "p:C", "weights": "w"})).kwargs == \
+        {"weights": "w"}
 
 
 def test_a_pass_waits_for_no_more_rows_than_thin_servers_are_connected(tmp_path, monkeypatch):
@@ -302,13 +322,15 @@ def test_a_pass_waits_for_no_more_rows_than_thin_servers_are_connected(tmp_path,
     from evaluations.prebuilt.lerobot import inference, remote
 
     monkeypatch.setenv(remote.KEY_ENV, "k" * 32)
+    connections = inference.Connections()  # this listener's own (the process-wide one counts other tests' too)
     model = fused.FusedModel(fused.load("tests.support.fused_model:FusedPolicy", {}), batch=4, max_wait=30.0,
-                             peers=inference.CONNECTIONS)
+                             peers=connections)
     address = f"unix://{tmp_path}/inference.sock"
-    threading.Thread(target=inference.listen, args=(address, fused._responder(model)), daemon=True).start()
+    threading.Thread(target=inference.listen, args=(address, fused._responder(model), connections),
+                     daemon=True).start()
     wait_for(lambda: (tmp_path / "inference.sock").exists(), timeout=5, interval=0.01)
     clients = [remote.InferenceClient(address) for _ in range(2)]
-    assert [c.ping() for c in clients] and inference.CONNECTIONS() == 2  # each holds its connection open
+    assert [c.ping() for c in clients] and connections() == 2  # each holds its connection open
     actions = [None, None]
 
     def ask(i):
@@ -324,7 +346,7 @@ def test_a_pass_waits_for_no_more_rows_than_thin_servers_are_connected(tmp_path,
     assert None not in actions and dict(model.batcher.seen) == {2: 1}
     for c in clients:
         c.close()
-    wait_for(lambda: inference.CONNECTIONS() == 0, timeout=5, interval=0.05)
+    wait_for(lambda: connections() == 0, timeout=5, interval=0.05)
 
 
 def test_a_process_that_goes_away_mid_request_is_named_as_such(tmp_path, monkeypatch):
@@ -350,3 +372,60 @@ def test_a_process_that_goes_away_mid_request_is_named_as_such(tmp_path, monkeyp
     with pytest.raises(RuntimeError, match="unreachable: EOFError: the connection closed"):
         remote.InferenceClient(f"unix://{path}").request({"observation": 1, "context": {}})
     listener.close()
+
+
+def test_an_episode_whose_end_never_arrives_is_ended_once_by_its_connection(tmp_path, monkeypatch):
+    """A thin server stopped mid-episode never tells its end: the connection's next episode, or its closing, ends it
+    in the model (its state dropped), and a late explicit end is not passed on a second time."""
+    import numpy as np
+
+    monkeypatch.setenv("FUSED_MODEL_LOG", str(tmp_path / "log.jsonl"))
+    model = fused.FusedModel(fused.load("tests.support.fused_model:FusedPolicy", {}), batch=1, max_wait=0.0)
+    respond = fused._responder(model)()
+    row = {"observation": np.zeros(4, dtype=np.float32)}
+    respond({**row, "context": {"episode_id": "a", "episode_seed": 1}})
+    respond({**row, "context": {"episode_id": "b", "episode_seed": 2}})  # a's end never came
+    respond({"end": "a"})  # late: a was ended already
+    assert len(model.model._episodes) == 1  # b's
+    respond.closed()  # the thin server went away during b
+    assert [r["end"] for r in _log(tmp_path / "log.jsonl") if "end" in r] == ["a", "b"]
+    assert len(model.model._episodes) == 0
+
+
+def test_models_the_process_cannot_batch_are_refused_saying_why():
+    import rlmesh
+
+    class Wrapped:  # a policy object rlmesh.serve would wrap
+        def predict_batch(self, observations):
+            return observations
+
+    with pytest.raises(TypeError, match="cannot be batched across episodes: only a subclass of rlmesh.numpy.Model"):
+        fused._framework(Wrapped)
+    with pytest.raises(TypeError, match="cannot be batched"):
+        fused._framework(type("Raw", (rlmesh.Model,), {"predict_batch": lambda self, o: o}))  # raw rlmesh Values
+    assert fused._framework(type("Named", (rlmesh.numpy.Model,), {"__module__": "rlmesh_policies"})) is \
+        rlmesh.numpy.Model  # a user's module named like rlmesh is the user's, not a framework
+
+
+def test_a_model_that_sets_its_spec_in_load_is_refused():
+    with pytest.raises(TypeError, match="sets its spec in load"):
+        fused.load("tests.support.fused_model:SpecInLoad", {})
+
+
+def test_each_task_has_its_own_inference_process_and_a_tasks_shards_share_one(tenant_a, settings):
+    """Rows of one pass are stacked: another task's observations may have other shapes, keys or dtypes, so an rlmesh
+    model batched across episodes gets a process per task (LeRobot's processors give every task one input shape)."""
+    from evaluations.models import Shard
+    from evaluations.runs.runner import ShardRunner
+
+    settings.RLMESH_MODEL_BATCH = 4
+    ref = _version("a", FUSED)
+    evaluation = create(tenant_a, {"models": [ref], "tasks": [
+        {"env": "prebuilt/classic-control", "taskId": "classic/CartPole-v1", "episodes": 4, "workers": 2},
+        {"env": "prebuilt/classic-control", "taskId": "classic/Acrobot-v1", "episodes": 2}]})
+    keys = {}
+    for shard in Shard.objects.filter(evaluation=evaluation).select_related("workload"):
+        runner = ShardRunner(shard)
+        keys.setdefault(shard.workload.task_id, set()).add(runner._model_key(runner._spec("model")))
+    assert {task: len(k) for task, k in keys.items()} == {"classic/CartPole-v1": 1, "classic/Acrobot-v1": 1}
+    assert keys["classic/CartPole-v1"] != keys["classic/Acrobot-v1"]

@@ -217,7 +217,7 @@ def test_killing_a_shared_server_ends_it_whatever_its_leases_and_the_next_lease_
         other = shared.acquire("w", Started)  # another shard's lease on the same process
         assert other.reused and not first.reused
         other.kill()
-        assert procs[0].wait(timeout=5) == -9
+        assert procs[0].wait(timeout=5) == -15  # SIGTERM first: an image's owner removes its container then
         assert not first.alive()  # the shard holding it sees it gone and restarts its model
         again = shared.acquire("w", Started)
         assert len(procs) == 2 and again.pid == procs[1].pid and again.alive()
@@ -236,6 +236,7 @@ def test_a_stopped_shared_server_is_killed_when_its_last_lease_ends(settings, tm
     import subprocess
 
     from evaluations.runtime import shared
+    from tests.support.live import wait_for
 
     settings.RLMESH_RUN_DIR = str(tmp_path)
     monkeypatch.setattr(shared, "STOP_GRACE", 1.0)
@@ -249,6 +250,9 @@ def test_a_stopped_shared_server_is_killed_when_its_last_lease_ends(settings, tm
     try:
         lease = shared.acquire("stopped", Started)
         proc.send_signal(signal.SIGSTOP)
+        # Stopped for real before its SIGTERM (a SIGTERM pending beside the SIGSTOP may be acted on first).
+        wait_for(lambda: open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T", timeout=5,
+                 interval=0.01)
         lease.stop()
         assert proc.wait(timeout=5) == -signal.SIGKILL
     finally:

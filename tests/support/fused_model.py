@@ -51,3 +51,12 @@ class UnfusablePolicy(FusedPolicy):
     """The same model, declaring that its batched forward must not mix episodes (rlmesh's ``allow_fusion``)."""
 
     allow_fusion = False
+
+
+class SpecInLoad(FusedPolicy):
+    """Sets its spec in ``load()``, where rlmesh reads it when it serves: a thin server, declaring the class's, would
+    adapt otherwise."""
+
+    def load(self, hidden: int = 8) -> None:
+        super().load(hidden)
+        self.spec = None

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import sys
 import threading
 import time
@@ -38,7 +39,7 @@ import numpy as np
 
 from .remote import KEY_ENV, InferenceClient, address_path, handshake, shared_key
 
-__all__ = ["CONNECTIONS", "IN_FLIGHT", "KEY_ENV", "InferenceClient", "listen", "policy_responder", "serve"]
+__all__ = ["CONNECTIONS", "IN_FLIGHT", "KEY_ENV", "Connections", "InferenceClient", "listen", "policy_responder", "serve"]
 
 #: Episodes whose queues a connection keeps at once (a thin server runs one at a time; a few for safety). An episode
 #: evicted and then asked for again is an error, never a silent restart of its queues.
@@ -114,33 +115,46 @@ def _act(policy, request: dict, episodes: OrderedDict, ended: set) -> dict:
     return {"actions": policy.predict(request["observation"], context)[None, :]}
 
 
-def _connection(sock: socket.socket, key: bytes, respond) -> None:
+def _connection(sock: socket.socket, key: bytes, respond, connections: Connections = CONNECTIONS) -> None:
     """Authenticate ``sock``, then answer each of its requests with ``respond(request)`` (this connection's own
     responder) until the peer goes away; a request that raises is answered ``{"error": "Type: message"}``."""
     try:
         conn = handshake(sock, key, server=True)
     except Exception:  # noqa: BLE001 - a readiness probe, a wrong key or a silent peer: refused, the others go on
         return
-    CONNECTIONS.opened(1)
+    connections.opened(1)
     try:
         _exchange(conn, respond)
     finally:
-        CONNECTIONS.opened(-1)
+        connections.opened(-1)
+        closed = getattr(respond, "closed", None)  # the responder's own end of the connection (prebuilt.fused)
+        if closed is not None:
+            try:
+                closed()
+            except Exception:  # noqa: BLE001 - the connection is gone either way
+                pass
 
 
 def _exchange(conn, respond) -> None:
+    """Answer ``conn``'s requests until it closes: plain pickle both ways (the wire of
+    :meth:`~.remote.InferenceClient._call`), a ping's reply as JSON."""
     with conn:
         while True:
             try:
-                request = conn.recv()
-            except (EOFError, OSError):
-                return  # the thin server went away
+                request = pickle.loads(conn.recv_bytes())
+            except (EOFError, OSError, ValueError, pickle.UnpicklingError):
+                return  # the thin server went away, or sent what is not a request
             try:
                 reply = respond(request)
             except Exception as exc:  # noqa: BLE001 - the episode's error, told to the thin server
                 reply = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
+            ping = isinstance(request, dict) and request.get("ping")
             try:
-                conn.send(reply)
+                data = json.dumps(reply).encode() if ping else pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # noqa: BLE001 - an action that cannot travel is the episode's error
+                data = pickle.dumps({"error": f"the reply cannot be sent: {type(exc).__name__}: {exc}"[:2000]})
+            try:
+                conn.send_bytes(data)
             except OSError:
                 return
 
@@ -166,10 +180,11 @@ def policy_responder(policy):
     return lambda request: _answer(policy, request, episodes, ended)
 
 
-def listen(address: str, responder) -> None:
+def listen(address: str, responder, connections: Connections = CONNECTIONS) -> None:
     """Answer every connection at ``address`` (``unix://…``, made 0600) on a thread of its own, forever:
     ``responder()`` makes each connection's ``respond(request) -> reply`` (a loaded LeRobotPolicy's is
-    :func:`policy_responder`; ``evaluations.prebuilt.fused`` has its own). The key is :data:`KEY_ENV`'s."""
+    :func:`policy_responder`; ``evaluations.prebuilt.fused`` has its own), counted in ``connections``. The key is
+    :data:`KEY_ENV`'s."""
     key, path = shared_key(), address_path(address)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -177,7 +192,7 @@ def listen(address: str, responder) -> None:
     listener.listen(64)
     while True:  # each connection is authenticated on its own thread, so a silent peer holds up nobody else
         sock, _ = listener.accept()
-        threading.Thread(target=_connection, args=(sock, key, responder()), daemon=True).start()
+        threading.Thread(target=_connection, args=(sock, key, responder(), connections), daemon=True).start()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,7 +3,9 @@ shared key and the client. No torch, no checkpoint: what a thin server imports."
 
 from __future__ import annotations
 
+import json
 import os
+import pickle
 import socket
 import struct
 import threading
@@ -83,7 +85,7 @@ class InferenceClient:
         """Seconds the oldest request the process is working on has been in it (0.0 when idle), asked on a
         connection of its own and answered without the policy; RuntimeError when the process does not answer
         within ``timeout``."""
-        reply = self._call({"ping": True}, timeout)
+        reply = self._call({"ping": True}, timeout, json_reply=True)
         return float(reply["stalledSeconds"])
 
     def actions(self, episode: str, seed, observation: dict, step: int = 0) -> list[np.ndarray]:
@@ -100,7 +102,11 @@ class InferenceClient:
         :data:`REPLY_TIMEOUT`; RuntimeError with the process's error or the broken link."""
         return self._call(request, REPLY_TIMEOUT)
 
-    def _call(self, request: dict, timeout: float) -> dict:
+    def _call(self, request: dict, timeout: float, *, json_reply: bool = False) -> dict:
+        # Plain pickle both ways (never multiprocessing's ForkingPickler, whose torch reductions pass tensors by file
+        # descriptor through a helper socket of the sending process: gone across processes and containers). A ping's
+        # reply is JSON: the worker pings an image's inference process, which runs the image's code, and never
+        # unpickles what such a process sends.
         with self._lock:
             try:
                 if self._conn is None:
@@ -112,11 +118,12 @@ class InferenceClient:
                         sock.close()
                         raise
                     self._conn = handshake(sock, self.key, server=False)
-                self._conn.send(request)
+                self._conn.send_bytes(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
                 if not self._conn.poll(timeout):
                     raise TimeoutError(f"no answer within {timeout:g} s")
-                reply = self._conn.recv()
-            except (OSError, EOFError, TimeoutError, AuthenticationError) as exc:
+                data = self._conn.recv_bytes()
+                reply = json.loads(data) if json_reply else pickle.loads(data)
+            except (OSError, EOFError, TimeoutError, AuthenticationError, ValueError, pickle.UnpicklingError) as exc:
                 self._drop()
                 detail = str(exc) or "the connection closed (the process exited or was stopped)"
                 raise RuntimeError(f"the host's inference process is unreachable: {type(exc).__name__}: {detail}") from None

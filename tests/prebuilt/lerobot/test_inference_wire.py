@@ -87,7 +87,9 @@ def test_a_thin_client_gets_its_episodes_actions_and_a_silent_peer_holds_up_nobo
 
 def test_a_wrong_key_is_refused_and_the_process_goes_on(served, monkeypatch):
     monkeypatch.setenv(remote.KEY_ENV, "wrong")
-    with pytest.raises(RuntimeError, match="unreachable: AuthenticationError"):
+    # Refused in the HMAC challenge (or, on a loaded host, the process has closed the link before the client reads
+    # the refusal): either way no request goes through.
+    with pytest.raises(RuntimeError, match="unreachable: (AuthenticationError|EOFError|ConnectionResetError)"):
         remote.InferenceClient(served).actions("ep", 0, {"x": 0.0})
     monkeypatch.setenv(remote.KEY_ENV, "k" * 32)
     assert remote.InferenceClient(served).actions("ep", 0, {"x": 3.0})[0][0] == 3.0
