@@ -258,3 +258,28 @@ def test_a_stopped_shared_server_is_killed_when_its_last_lease_ends(settings, tm
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_batch_sizes_an_image_writes_are_copied_only_as_a_small_regular_file(tmp_path):
+    """The socket folder is the image's to write: the worker's side copies the batch sizes from it without following
+    a link, opening a FIFO or reading without bound (a link to /dev/zero would fill the worker's memory)."""
+    import json
+    import os
+
+    from evaluations.runtime.container_hub import STATS_MAX, copy_stats
+
+    source, dest = tmp_path / "model.batches.json", tmp_path / "host.json"
+    source.write_text(json.dumps({"size": 4, "calls": {"4": 3}}))
+    assert copy_stats(source, str(dest)) and json.loads(dest.read_text())["calls"] == {"4": 3}
+    dest.unlink()
+    for trap in ("link", "fifo", "big", "list"):
+        source.unlink()
+        if trap == "link":
+            source.symlink_to("/dev/zero")
+        elif trap == "fifo":
+            os.mkfifo(source)
+        elif trap == "big":
+            source.write_text(json.dumps({"calls": {}, "pad": "x" * STATS_MAX}))
+        else:
+            source.write_text("[1, 2]")
+        assert not copy_stats(source, str(dest)) and not dest.exists(), trap
