@@ -73,8 +73,8 @@ def _thin_spec(spec: ServerSpec, address: str, secrets: dict) -> ServerSpec:
 class BatchedModel(ServedEndpoint):
     """A shard's thin model server (``thin``) and its lease on the host's inference process (``hub``)."""
 
-    def __init__(self, thin: ServedEndpoint, hub: shared.SharedServer):
-        self.thin, self.hub = thin, hub
+    def __init__(self, thin: ServedEndpoint, hub: shared.SharedServer, in_container: bool = False):
+        self.thin, self.hub, self.in_container = thin, hub, in_container
         self.address = thin.address
         self.ready_seconds = thin.ready_seconds + hub.ready_seconds
         self.stats_path = hub.stats_path
@@ -82,6 +82,15 @@ class BatchedModel(ServedEndpoint):
 
     def alive(self) -> bool:
         return self.thin.alive() and self.hub.alive()
+
+    def batch_stats(self) -> dict | None:
+        if self.in_container and getattr(self.hub, "_sock_dir", None) and self.stats_path is not None:
+            # The image's process writes them in its socket folder; its owner copies them now and then, and here
+            # they are copied as they are now, with the same care (runtime.container_hub.copy_stats).
+            from .container_hub import copy_stats
+
+            copy_stats(Path(self.hub._sock_dir) / "model.batches.json", str(self.stats_path))
+        return super().batch_stats()
 
     def orphaned(self) -> bool:
         return self.hub.orphaned()
@@ -143,4 +152,4 @@ def start(key: str, spec: ServerSpec, backend, name: str, on_hub_started, label:
     except BaseException:
         hub.stop()
         raise
-    return BatchedModel(thin, hub)
+    return BatchedModel(thin, hub, in_container)

@@ -80,6 +80,8 @@ def test_a_pushed_images_batched_corner_batches_across_shards_in_containers(batc
         batches = platform.api(f"/v1/evaluations/{eval_id}/metrics")["modelBatches"]
         hubs = sorted((platform.var / "run").glob(f"{eval_id}-*-model-inference-*.log"))
         runs[workers] = ([i["trajectoryDigest"] for i in items], batches, hubs, set(seen_hub))
+        # Every step's row counted (read as the shards ended, not as the process's owner last copied them).
+        assert sum(int(rows) * n for rows, n in batches["calls"].items()) >= sum(i["steps"] for i in items), batches
         # Removed with the evaluation's last lease (its owner removes it once told to stop, a moment later).
         wait_for(lambda: not _containers(platform, f"{eval_id}-inference"), timeout=60, interval=0.5)
     (one, one_batches, _, _), (four, four_batches, four_hubs, four_seen) = runs[1], runs[4]
