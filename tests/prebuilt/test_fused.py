@@ -270,15 +270,11 @@ def test_two_worker_processes_on_postgres_and_redis_batch_one_models_episodes(tm
         runs = {}
         for workers in (1, 4):
             body = {"name": f"fused w{workers}", "models": ["prebuilt/fused-test"], "tasks": [{**task, "workers": workers}]}
-            submitted = platform.cli("eval", "submit", "-", "--json", stdin=json.dumps(body))
-            assert submitted.returncode == 0, submitted.stderr
-            eval_id = json.JSONDecoder().raw_decode(submitted.stdout)[0]["id"]
-            final = wait_for(lambda: (e := platform.api(f"/v1/evaluations/{eval_id}"))["status"]
-                             in ("completed", "failed", "cancelled") and e, timeout=600, interval=1)
+            done = platform.run(body)  # the official CLI's submit, then its end
+            eval_id, final, items = done["id"], done["evaluation"], done["items"]
             assert final["status"] == "completed", final
-            items = sorted(platform.episodes(eval_id), key=lambda i: i["index"])
             assert [i["status"] for i in items] == ["completed"] * 8 and {i["modelBatch"] for i in items} == {4}
-            batches = platform.api(f"/v1/evaluations/{eval_id}/metrics")["modelBatches"]
+            batches = done["metrics"]["modelBatches"]
             hubs = sorted((platform.var / "run").glob(f"{eval_id}-*-model-inference-*.log"))
             runs[workers] = ([i["trajectoryDigest"] for i in items], batches, hubs)
     (one, _, _), (four, four_batches, four_hubs) = runs[1], runs[4]
